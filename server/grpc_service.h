@@ -1,0 +1,41 @@
+// The gRPC face of one shard: decodes requests, calls the ParameterStore,
+// encodes responses. No logic of its own beyond byte <-> float views.
+//
+// Thread-safe (the store is).
+#ifndef TAUPS_SERVER_GRPC_SERVICE_H_
+#define TAUPS_SERVER_GRPC_SERVICE_H_
+
+#include <cstdint>
+
+#include "ps.grpc.pb.h"
+#include "server/parameter_store.h"
+
+namespace taups {
+
+class ParameterServerService final : public v1::ParameterServer::Service {
+ public:
+  // `store` must outlive the service. `incarnation` identifies this run of
+  // the shard; it is sent with every response.
+  ParameterServerService(ParameterStore* store, uint64_t incarnation);
+
+  grpc::Status CreateTable(grpc::ServerContext*, const v1::CreateTableRequest*,
+                           v1::CreateTableResponse*) override;
+  grpc::Status GetTable(grpc::ServerContext*, const v1::GetTableRequest*,
+                        v1::GetTableResponse*) override;
+  grpc::Status PullDense(grpc::ServerContext*, const v1::PullDenseRequest*,
+                         v1::PullDenseResponse*) override;
+  grpc::Status PushDense(grpc::ServerContext*, const v1::PushDenseRequest*,
+                         v1::PushResponse*) override;
+  grpc::Status PullSparse(grpc::ServerContext*, const v1::PullSparseRequest*,
+                          v1::PullSparseResponse*) override;
+  grpc::Status PushSparse(grpc::ServerContext*, const v1::PushSparseRequest*,
+                          v1::PushResponse*) override;
+
+ private:
+  ParameterStore* const store_;
+  const uint64_t incarnation_;
+};
+
+}  // namespace taups
+
+#endif  // TAUPS_SERVER_GRPC_SERVICE_H_

@@ -1,0 +1,115 @@
+// ps_server: one shard of a tauPS parameter server.
+//
+//   ps_server --shard_index=0 --num_shards=2 --port=7000
+//   ps_server --cluster_file=/etc/taups/cluster.txt --shard_index=1
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "server/cluster_file.h"
+#include "server/shard_server.h"
+#include "spdlog/spdlog.h"
+#ifdef TAUPS_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
+ABSL_FLAG(uint32_t, shard_index, 0, "Index of this shard, 0-based.");
+ABSL_FLAG(uint32_t, num_shards, 1,
+          "Shards in the cluster. Ignored when --cluster_file is given.");
+ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on.");
+ABSL_FLAG(int, port, 7000,
+          "Port to listen on; 0 picks a free one (see --port_file). Ignored "
+          "when --cluster_file is given.");
+ABSL_FLAG(std::string, cluster_file, "",
+          "File listing every shard's host:port in shard order; this shard "
+          "listens on the port of line --shard_index.");
+ABSL_FLAG(std::string, port_file, "",
+          "Once listening, write the bound port to this file (for scripts and "
+          "tests that start shards on --port=0).");
+ABSL_FLAG(int, max_message_mb, 256,
+          "Largest gRPC message accepted or sent, in MiB.");
+ABSL_FLAG(int, stats_interval_s, 10,
+          "Seconds between stats log lines (per table); 0 disables.");
+ABSL_FLAG(std::string, log_level, "info", "trace|debug|info|warn|error");
+
+namespace {
+
+int Fail(const absl::Status& status) {
+  spdlog::error("ps_server: {}", status.ToString());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "One shard of a tauPS parameter server.\n"
+      "  ps_server --shard_index=0 --num_shards=2 --port=7000\n"
+      "  ps_server --cluster_file=cluster.txt --shard_index=1\n"
+      "Stops cleanly on SIGTERM or SIGINT.");
+  absl::ParseCommandLine(argc, argv);
+  spdlog::set_level(spdlog::level::from_str(absl::GetFlag(FLAGS_log_level)));
+
+  taups::ShardServerOptions options;
+  options.shard_index = absl::GetFlag(FLAGS_shard_index);
+  options.num_shards = absl::GetFlag(FLAGS_num_shards);
+  options.listen_address =
+      absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_port));
+  if (!absl::GetFlag(FLAGS_cluster_file).empty()) {
+    auto shards = taups::ReadClusterFile(absl::GetFlag(FLAGS_cluster_file));
+    if (!shards.ok()) return Fail(shards.status());
+    options.num_shards = static_cast<uint32_t>(shards->size());
+    if (options.shard_index >= options.num_shards) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(
+          "--shard_index=", options.shard_index, " but the cluster file lists ",
+          options.num_shards, " shards")));
+    }
+    auto port = taups::PortOf((*shards)[options.shard_index]);
+    if (!port.ok()) return Fail(port.status());
+    options.listen_address =
+        absl::StrCat(absl::GetFlag(FLAGS_host), ":", *port);
+  }
+  options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
+  options.stats_interval = absl::Seconds(absl::GetFlag(FLAGS_stats_interval_s));
+
+  // Signals are taken by a watcher thread; every other thread blocks them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = taups::ShardServer::Start(options);
+  if (!server.ok()) return Fail(server.status());
+
+  const std::string port_file = absl::GetFlag(FLAGS_port_file);
+  if (!port_file.empty()) {
+    const std::string tmp = port_file + ".tmp";
+    std::ofstream(tmp) << (*server)->port() << "\n";
+    if (std::rename(tmp.c_str(), port_file.c_str()) != 0) {
+      return Fail(absl::InternalError("cannot write --port_file " + port_file));
+    }
+  }
+#ifdef TAUPS_HAVE_SYSTEMD
+  sd_notify(0, "READY=1");
+#endif
+
+  std::thread watcher([&signals, s = server->get()] {
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    spdlog::info("received signal {}, shutting down", signal_number);
+#ifdef TAUPS_HAVE_SYSTEMD
+    sd_notify(0, "STOPPING=1");
+#endif
+    s->Shutdown();
+  });
+  (*server)->Wait();
+  watcher.join();
+  return 0;
+}

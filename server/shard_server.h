@@ -1,0 +1,55 @@
+// ShardServer: one running ps_server shard — a ParameterStore served over
+// gRPC, with a periodic stats log line. Used by ps_server's main and by
+// in-process benchmarks.
+//
+// Thread-safe: Shutdown() may be called from any thread (e.g. a signal
+// watcher) while another thread is in Wait().
+#ifndef TAUPS_SERVER_SHARD_SERVER_H_
+#define TAUPS_SERVER_SHARD_SERVER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace taups {
+
+struct ShardServerOptions {
+  uint32_t shard_index = 0;
+  uint32_t num_shards = 1;
+  // Address to bind, "host:port"; port 0 picks a free port.
+  std::string listen_address = "0.0.0.0:7000";
+  // Largest request/response accepted or sent, in bytes.
+  int max_message_bytes = 256 << 20;
+  // One stats line per table every interval; zero disables.
+  absl::Duration stats_interval = absl::Seconds(10);
+
+  absl::Status Validate() const;
+};
+
+class ShardServer {
+ public:
+  // Binds and starts serving. UNAVAILABLE if the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<ShardServer>> Start(
+      const ShardServerOptions& options);
+  ~ShardServer();
+
+  int port() const;
+  uint64_t incarnation() const;
+  // Blocks until Shutdown() has completed.
+  void Wait();
+  // Stops accepting calls, lets in-flight calls finish (up to `grace`), then
+  // returns. Idempotent.
+  void Shutdown(absl::Duration grace = absl::Seconds(5));
+
+ private:
+  struct State;
+  explicit ShardServer(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace taups
+
+#endif  // TAUPS_SERVER_SHARD_SERVER_H_

@@ -1,0 +1,74 @@
+// One shard's part of a sparse (embedding) table: uint64 key -> row of `dim`
+// floats plus the optimizer's per-row state.
+//
+// Rows are created lazily, on first pull or push, by the table's
+// deterministic initializer, so a key reads the same on any shard layout.
+//
+// Thread-safe. Keys are spread over kStripes stripes by hash; each stripe has
+// its own mutex, hash map and row arena, so requests for different keys
+// mostly run in parallel. Callers validate requests before calling.
+#ifndef TAUPS_SERVER_SPARSE_TABLE_H_
+#define TAUPS_SERVER_SPARSE_TABLE_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "common/initializer.h"
+#include "server/optimizer.h"
+#include "server/version_clock.h"
+#include "taups/table_config.h"
+
+namespace taups {
+
+class SparseTable {
+ public:
+  static constexpr int kStripes = 64;
+
+  explicit SparseTable(const TableConfig& config);
+  SparseTable(const SparseTable&) = delete;
+  SparseTable& operator=(const SparseTable&) = delete;
+
+  const TableConfig& config() const { return config_; }
+  uint32_t dim() const { return dim_; }
+  VersionClock& clock() { return clock_; }
+  const VersionClock& clock() const { return clock_; }
+  uint64_t num_rows() const;
+
+  // Copies row keys[i] into out[i * dim, (i + 1) * dim), creating missing
+  // rows. Returns the version read.
+  uint64_t Pull(absl::Span<const uint64_t> keys, absl::Span<float> out);
+
+  // Applies gradients[i * dim ...] to row keys[i] (created if missing).
+  void Apply(absl::Span<const uint64_t> keys, absl::Span<const float> gradients,
+             float lr_factor);
+
+ private:
+  // Rows of one stripe: values and state of row r live in arena at
+  // [r * row_stride, (r + 1) * row_stride): dim values then dim*state_width
+  // state floats.
+  struct Stripe {
+    mutable absl::Mutex mu;
+    absl::flat_hash_map<uint64_t, uint32_t> row_of ABSL_GUARDED_BY(mu);
+    std::vector<float> arena ABSL_GUARDED_BY(mu);
+  };
+  Stripe& StripeOf(uint64_t key) const;
+  // Row storage for `key`, created if absent.
+  float* FindOrCreateLocked(Stripe& stripe, uint64_t key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
+
+  const TableConfig config_;
+  const uint32_t dim_;
+  const std::unique_ptr<Optimizer> optimizer_;
+  const size_t row_stride_;
+  const Initializer initializer_;
+  std::unique_ptr<Stripe[]> stripes_;
+  VersionClock clock_;
+};
+
+}  // namespace taups
+
+#endif  // TAUPS_SERVER_SPARSE_TABLE_H_

@@ -1,0 +1,142 @@
+// tauPS worker client: the library a training job links to pull parameters
+// from and push gradients to a sharded tauPS cluster.
+//
+//   taups::ClientOptions options;
+//   options.servers = {"127.0.0.1:7000", "127.0.0.1:7001"};
+//   options.worker_id = 3;
+//   auto client = taups::Client::Connect(options);
+//   if (!client.ok()) ...
+//   (*client)->CreateTable(taups::TableConfig::Dense("mlp", n));
+//   std::vector<float> params(n), grad(n);
+//   (*client)->PullDense("mlp", absl::MakeSpan(params));
+//   ... compute grad on params ...
+//   auto result = (*client)->PushDense("mlp", grad);  // tau per shard inside
+//
+// Versions: every pull records, per table and shard, the version it read; the
+// next push of that table sends it as `base_version`, so the server measures
+// how stale the gradient is. Pass an explicit `basis` to push against another
+// pull (pipelined training).
+//
+// Thread-safety: a Client is safe to use from many threads at once. Spans
+// passed to the *Async forms must stay valid until the future is ready.
+//
+// Every call has a deadline (ClientOptions::call_timeout) and retries with
+// exponential backoff while a shard answers UNAVAILABLE.
+#ifndef TAUPS_CLIENT_H_
+#define TAUPS_CLIENT_H_
+
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "taups/table_config.h"
+
+namespace taups {
+
+struct ClientOptions {
+  // One "host:port" per shard, in shard-index order.
+  std::vector<std::string> servers;
+  uint32_t worker_id = 0;
+  // Distinguishes restarts of the same worker id; 0 = pick one at Connect.
+  uint64_t worker_incarnation = 0;
+  // Deadline of each RPC attempt.
+  absl::Duration call_timeout = absl::Seconds(30);
+  // Connect() waits this long for every shard to come up.
+  absl::Duration connect_timeout = absl::Seconds(30);
+  // Attempts per RPC while the shard answers UNAVAILABLE (>= 1).
+  int max_attempts = 8;
+  absl::Duration initial_backoff = absl::Milliseconds(20);
+  absl::Duration max_backoff = absl::Seconds(2);
+  // Dense transfers are cut into slices of at most this many bytes, sent
+  // concurrently: gRPC moves several ~1 MiB messages faster than one large one.
+  size_t slice_bytes = size_t{1} << 20;
+  // gRPC channels opened to each shard; slices are spread over them.
+  int channels_per_shard = 2;
+
+  absl::Status Validate() const;
+};
+
+// What a pull read: the table version on each shard it touched.
+struct PullInfo {
+  std::vector<uint64_t> shard_versions;  // indexed by shard; 0 where untouched
+  std::vector<bool> shard_touched;
+  uint64_t server_incarnation_changed = 0;  // shards whose incarnation changed
+};
+
+struct ShardPushResult {
+  bool touched = false;  // false: this push sent nothing to the shard
+  bool accepted = false;
+  uint64_t tau = 0;
+  float lr_factor = 1.0f;
+  uint64_t new_version = 0;
+  std::string reject_reason;
+};
+
+struct PushResult {
+  std::vector<ShardPushResult> shards;  // indexed by shard
+  bool all_accepted() const;
+  uint64_t max_tau() const;
+  double mean_tau() const;  // over touched shards
+};
+
+class Client {
+ public:
+  // Opens channels to every shard and waits (up to connect_timeout) until each
+  // answers. Fails with INVALID_ARGUMENT for bad options, UNAVAILABLE if a
+  // shard never came up.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(
+      const ClientOptions& options);
+
+  virtual ~Client() = default;
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  virtual int num_shards() const = 0;
+  virtual uint32_t worker_id() const = 0;
+
+  // Creates `config` on every shard. Creating a table that exists with an
+  // identical config succeeds (so every worker may call it); a different
+  // config fails with ALREADY_EXISTS.
+  virtual absl::Status CreateTable(const TableConfig& config) = 0;
+  // Looks an existing table up on the shards. NOT_FOUND if absent.
+  virtual absl::StatusOr<TableConfig> OpenTable(absl::string_view name) = 0;
+
+  // Dense tables. `values` / `gradient` cover the whole table
+  // (size == dense_size).
+  virtual absl::StatusOr<PullInfo> PullDense(absl::string_view table,
+                                             absl::Span<float> values) = 0;
+  virtual std::future<absl::StatusOr<PullInfo>> PullDenseAsync(
+      absl::string_view table, absl::Span<float> values) = 0;
+  virtual absl::StatusOr<PushResult> PushDense(
+      absl::string_view table, absl::Span<const float> gradient,
+      const PullInfo* basis = nullptr) = 0;
+  virtual std::future<absl::StatusOr<PushResult>> PushDenseAsync(
+      absl::string_view table, absl::Span<const float> gradient,
+      const PullInfo* basis = nullptr) = 0;
+
+  // Sparse tables. Keys in any order; duplicates allowed. `rows` receives
+  // keys.size() * dim floats, row i for keys[i]. Missing rows are created on
+  // the server by the table's initializer.
+  virtual absl::StatusOr<PullInfo> PullSparse(absl::string_view table,
+                                              absl::Span<const uint64_t> keys,
+                                              absl::Span<float> rows) = 0;
+  // `gradients` holds keys.size() * dim floats. Duplicate keys are merged
+  // (their gradients summed) before sending.
+  virtual absl::StatusOr<PushResult> PushSparse(
+      absl::string_view table, absl::Span<const uint64_t> keys,
+      absl::Span<const float> gradients, const PullInfo* basis = nullptr) = 0;
+
+ protected:
+  Client() = default;
+};
+
+}  // namespace taups
+
+#endif  // TAUPS_CLIENT_H_

@@ -1,0 +1,36 @@
+#include "absl/strings/str_cat.h"
+#include "taups/client.h"
+
+namespace taups {
+
+absl::Status ClientOptions::Validate() const {
+  if (servers.empty()) {
+    return absl::InvalidArgumentError("ClientOptions.servers is empty");
+  }
+  for (const std::string& server : servers) {
+    if (server.empty() || server.find(':') == std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("server address '", server, "' is not host:port"));
+    }
+  }
+  if (call_timeout <= absl::ZeroDuration() ||
+      connect_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("timeouts must be positive");
+  }
+  if (max_attempts < 1) {
+    return absl::InvalidArgumentError("max_attempts must be >= 1");
+  }
+  if (initial_backoff <= absl::ZeroDuration() || max_backoff < initial_backoff) {
+    return absl::InvalidArgumentError(
+        "need 0 < initial_backoff <= max_backoff");
+  }
+  if (slice_bytes < 4096) {
+    return absl::InvalidArgumentError("slice_bytes must be >= 4096");
+  }
+  if (channels_per_shard < 1 || channels_per_shard > 64) {
+    return absl::InvalidArgumentError("channels_per_shard must be in 1..64");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace taups

@@ -1,0 +1,167 @@
+// GrpcClient's dense-table calls: one RPC per slice, all in flight at once.
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/string_view.h"
+#include "absl/strings/str_cat.h"
+#include "worker/src/grpc_client.h"
+
+namespace taups {
+namespace {
+
+template <typename T>
+std::future<absl::StatusOr<T>> Ready(absl::Status status) {
+  std::promise<absl::StatusOr<T>> promise;
+  promise.set_value(std::move(status));
+  return promise.get_future();
+}
+
+absl::Status SizeMismatch(const TableConfig& config, size_t got) {
+  if (config.kind != TableKind::kDense) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table '", config.name, "' is sparse"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("table '", config.name, "' holds ", config.dense_size,
+                   " floats; the buffer holds ", got));
+}
+
+}  // namespace
+
+std::future<absl::StatusOr<PullInfo>> GrpcClient::PullDenseAsync(
+    absl::string_view table, absl::Span<float> values) {
+  auto meta = Meta(table);
+  if (!meta.ok()) return Ready<PullInfo>(meta.status());
+  const TableConfig& config = (*meta)->config;
+  if (config.kind != TableKind::kDense || values.size() != config.dense_size) {
+    return Ready<PullInfo>(SizeMismatch(config, values.size()));
+  }
+  struct State {
+    absl::Mutex mu;
+    PullInfo info;
+    std::promise<absl::StatusOr<PullInfo>> promise;
+  };
+  auto state = std::make_shared<State>();
+  state->info.shard_versions.assign(shards_.size(),
+                                    std::numeric_limits<uint64_t>::max());
+  state->info.shard_touched.assign(shards_.size(), false);
+  auto future = state->promise.get_future();
+  std::string name(table);
+  auto fan = std::make_shared<FanIn>(
+      (*meta)->slices.size(), [this, state, name](absl::Status status) {
+        if (!status.ok()) return state->promise.set_value(status);
+        for (size_t s = 0; s < shards_.size(); ++s) {
+          if (!state->info.shard_touched[s]) state->info.shard_versions[s] = 0;
+        }
+        RecordPull(name, state->info);
+        state->promise.set_value(std::move(state->info));
+      });
+  for (const DenseSlice& slice : (*meta)->slices) {
+    v1::PullDenseRequest request;
+    request.set_table(name);
+    request.set_offset(slice.offset);
+    request.set_count(slice.count);
+    request.set_worker_id(options_.worker_id);
+    Call<v1::PullDenseRequest, v1::PullDenseResponse>(
+        slice.shard, std::move(request),
+        [](Stub* stub, grpc::ClientContext* ctx,
+           const v1::PullDenseRequest* req, v1::PullDenseResponse* resp,
+           std::function<void(grpc::Status)> cb) {
+          stub->async()->PullDense(ctx, req, resp, std::move(cb));
+        },
+        [this, state, fan, slice, values](const absl::Status& status,
+                                          v1::PullDenseResponse* response) {
+          if (!status.ok()) return fan->Report(status);
+          if (response->values().size() != slice.count * sizeof(float)) {
+            return fan->Report(absl::InternalError(absl::StrCat(
+                "shard ", slice.shard, " returned ", response->values().size(),
+                " bytes for ", slice.count, " floats")));
+          }
+          std::memcpy(values.data() + slice.offset, response->values().data(),
+                      response->values().size());
+          const bool restarted =
+              NoteIncarnation(slice.shard, response->server_incarnation());
+          {
+            absl::MutexLock lock(&state->mu);
+            // Slices of one shard may read different versions; keep the
+            // oldest, so tau is never under-reported.
+            uint64_t& v = state->info.shard_versions[slice.shard];
+            v = std::min(v, response->version());
+            state->info.shard_touched[slice.shard] = true;
+            if (restarted) ++state->info.server_incarnation_changed;
+          }
+          fan->Report(absl::OkStatus());
+        });
+  }
+  return future;
+}
+
+std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseAsync(
+    absl::string_view table, absl::Span<const float> gradient,
+    const PullInfo* basis) {
+  auto meta = Meta(table);
+  if (!meta.ok()) return Ready<PushResult>(meta.status());
+  const TableConfig& config = (*meta)->config;
+  if (config.kind != TableKind::kDense || gradient.size() != config.dense_size) {
+    return Ready<PushResult>(SizeMismatch(config, gradient.size()));
+  }
+  std::string name(table);
+  const std::vector<uint64_t> base = BaseVersions(name, basis);
+  if (base.size() != shards_.size()) {
+    return Ready<PushResult>(absl::InvalidArgumentError(
+        "basis.shard_versions must hold one version per shard"));
+  }
+  struct State {
+    absl::Mutex mu;
+    PushResult result;
+    std::promise<absl::StatusOr<PushResult>> promise;
+  };
+  auto state = std::make_shared<State>();
+  state->result.shards.resize(shards_.size());
+  auto future = state->promise.get_future();
+  auto fan = std::make_shared<FanIn>(
+      (*meta)->slices.size(), [state](absl::Status status) {
+        if (!status.ok()) return state->promise.set_value(status);
+        state->promise.set_value(std::move(state->result));
+      });
+  const v1::PushOrigin origin = NextOrigin();
+  for (const DenseSlice& slice : (*meta)->slices) {
+    v1::PushDenseRequest request;
+    request.set_table(name);
+    request.set_offset(slice.offset);
+    request.set_gradient(
+        reinterpret_cast<const char*>(gradient.data() + slice.offset),
+        slice.count * sizeof(float));
+    *request.mutable_origin() = origin;
+    request.set_base_version(base[slice.shard]);
+    request.set_slices_in_push(slice.slices_in_shard);
+    Call<v1::PushDenseRequest, v1::PushResponse>(
+        slice.shard, std::move(request),
+        [](Stub* stub, grpc::ClientContext* ctx,
+           const v1::PushDenseRequest* req, v1::PushResponse* resp,
+           std::function<void(grpc::Status)> cb) {
+          stub->async()->PushDense(ctx, req, resp, std::move(cb));
+        },
+        [this, state, fan, slice](const absl::Status& status,
+                                  v1::PushResponse* response) {
+          if (status.ok()) {
+            NoteIncarnation(slice.shard, response->server_incarnation());
+            absl::MutexLock lock(&state->mu);
+            ShardPushResult& r = state->result.shards[slice.shard];
+            const bool first = !r.touched;
+            r.touched = true;
+            r.accepted = (first || r.accepted) && response->accepted();
+            r.tau = response->tau();
+            r.lr_factor = response->lr_factor();
+            r.new_version = std::max(r.new_version, response->new_version());
+            if (!response->reject_reason().empty()) {
+              r.reject_reason = response->reject_reason();
+            }
+          }
+          fan->Report(status);
+        });
+  }
+  return future;
+}
+
+}  // namespace taups

@@ -1,0 +1,244 @@
+#include "worker/src/grpc_client.h"
+
+#include <unistd.h>
+
+#include "absl/strings/string_view.h"
+#include "absl/strings/str_cat.h"
+#include "common/shard_map.h"
+#include "common/status_macros.h"
+#include "spdlog/spdlog.h"
+
+namespace taups {
+
+absl::Duration RetryPolicy::Backoff(int attempt, uint64_t salt) const {
+  absl::Duration delay = initial_backoff;
+  for (int i = 1; i < attempt && delay < max_backoff; ++i) delay *= 2;
+  delay = std::min(delay, max_backoff);
+  const double jitter = static_cast<double>(MixKey(salt + attempt) % 1000) / 4000.0;
+  return delay * (1.0 + jitter);
+}
+
+namespace {
+
+constexpr int kMaxMessageBytes = 256 << 20;
+
+std::shared_ptr<grpc::Channel> OpenChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  // Each channel gets its own connection; otherwise channels with equal
+  // arguments share one and concurrent slices queue behind each other.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
+template <typename T>
+absl::StatusOr<T> Wait(std::future<absl::StatusOr<T>> future) {
+  return future.get();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
+    const ClientOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  const absl::Time deadline = absl::Now() + options.connect_timeout;
+  std::vector<std::unique_ptr<ShardChannels>> shards;
+  for (const std::string& address : options.servers) {
+    std::vector<std::unique_ptr<Stub>> stubs;
+    for (int c = 0; c < options.channels_per_shard; ++c) {
+      std::shared_ptr<grpc::Channel> channel = OpenChannel(address);
+      if (!channel->WaitForConnected(absl::ToChronoTime(deadline))) {
+        return absl::UnavailableError(absl::StrCat(
+            "shard at ", address, " did not answer within ",
+            absl::FormatDuration(options.connect_timeout)));
+      }
+      stubs.push_back(v1::ParameterServer::NewStub(channel));
+    }
+    shards.push_back(std::make_unique<ShardChannels>(std::move(stubs)));
+  }
+  return std::unique_ptr<Client>(new GrpcClient(options, std::move(shards)));
+}
+
+namespace {
+RetryPolicy PolicyFrom(const ClientOptions& options) {
+  RetryPolicy policy;
+  policy.max_attempts = options.max_attempts;
+  policy.call_timeout = options.call_timeout;
+  policy.initial_backoff = options.initial_backoff;
+  policy.max_backoff = options.max_backoff;
+  return policy;
+}
+
+ClientOptions WithIncarnation(ClientOptions options) {
+  if (options.worker_incarnation == 0) {
+    options.worker_incarnation =
+        MixKey(static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) ^
+               (static_cast<uint64_t>(getpid()) << 20)) | 1;
+  }
+  return options;
+}
+}  // namespace
+
+GrpcClient::GrpcClient(const ClientOptions& options,
+                       std::vector<std::unique_ptr<ShardChannels>> shards)
+    : options_(WithIncarnation(options)),
+      policy_(PolicyFrom(options)),
+      shards_(std::move(shards)),
+      incarnations_(new std::atomic<uint64_t>[shards_.size()]) {
+  for (size_t s = 0; s < shards_.size(); ++s) incarnations_[s] = 0;
+}
+
+GrpcClient::~GrpcClient() = default;
+
+bool GrpcClient::NoteIncarnation(uint32_t shard, uint64_t incarnation) {
+  const uint64_t before = incarnations_[shard].exchange(incarnation);
+  if (before != 0 && before != incarnation) {
+    spdlog::warn(
+        "shard {} restarted (incarnation {:016x} -> {:016x}); pull before the "
+        "next push",
+        shard, before, incarnation);
+    return true;
+  }
+  return false;
+}
+
+v1::PushOrigin GrpcClient::NextOrigin() {
+  v1::PushOrigin origin;
+  origin.set_worker_id(options_.worker_id);
+  origin.set_worker_incarnation(options_.worker_incarnation);
+  origin.set_seq(next_seq_.fetch_add(1));
+  return origin;
+}
+
+std::shared_ptr<const GrpcClient::TableMeta> GrpcClient::Remember(
+    const TableConfig& config) {
+  auto meta = std::make_shared<TableMeta>();
+  meta->config = config;
+  if (config.kind == TableKind::kDense) {
+    meta->slices = PlanDenseSlices(config.dense_size, num_shards(),
+                                   options_.slice_bytes / sizeof(float));
+  }
+  absl::MutexLock lock(&mu_);
+  tables_[config.name] = meta;
+  return meta;
+}
+
+absl::StatusOr<std::shared_ptr<const GrpcClient::TableMeta>> GrpcClient::Meta(
+    absl::string_view name) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = tables_.find(name);
+    if (it != tables_.end()) return it->second;
+  }
+  ASSIGN_OR_RETURN(TableConfig config, OpenTable(name));
+  return Remember(config);
+}
+
+std::vector<uint64_t> GrpcClient::BaseVersions(const std::string& table,
+                                               const PullInfo* basis) {
+  if (basis != nullptr) return basis->shard_versions;
+  absl::MutexLock lock(&mu_);
+  auto it = last_pulled_.find(table);
+  if (it == last_pulled_.end()) return std::vector<uint64_t>(shards_.size(), 0);
+  return it->second;
+}
+
+void GrpcClient::RecordPull(const std::string& table, const PullInfo& info) {
+  absl::MutexLock lock(&mu_);
+  std::vector<uint64_t>& versions = last_pulled_[table];
+  versions.resize(shards_.size(), 0);
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    if (info.shard_touched[s]) versions[s] = info.shard_versions[s];
+  }
+}
+
+absl::Status GrpcClient::CreateTable(const TableConfig& config) {
+  RETURN_IF_ERROR(config.Validate());
+  auto promise = std::make_shared<std::promise<absl::Status>>();
+  auto fan = std::make_shared<FanIn>(
+      shards_.size(), [promise](absl::Status s) { promise->set_value(s); });
+  for (uint32_t s = 0; s < shards_.size(); ++s) {
+    v1::CreateTableRequest request;
+    ToWire(config, request.mutable_config());
+    request.set_exist_ok(true);
+    Call<v1::CreateTableRequest, v1::CreateTableResponse>(
+        s, std::move(request),
+        [](Stub* stub, grpc::ClientContext* ctx,
+           const v1::CreateTableRequest* req, v1::CreateTableResponse* resp,
+           std::function<void(grpc::Status)> cb) {
+          stub->async()->CreateTable(ctx, req, resp, std::move(cb));
+        },
+        [this, s, fan](const absl::Status& status,
+                       v1::CreateTableResponse* response) {
+          absl::Status result = status;
+          if (result.ok()) {
+            NoteIncarnation(s, response->server_incarnation());
+            if (response->info().num_shards() != shards_.size()) {
+              result = absl::FailedPreconditionError(absl::StrCat(
+                  "shard ", s, " believes the cluster has ",
+                  response->info().num_shards(), " shards; this client has ",
+                  shards_.size()));
+            }
+          }
+          fan->Report(result);
+        });
+  }
+  RETURN_IF_ERROR(promise->get_future().get());
+  Remember(config);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TableConfig> GrpcClient::OpenTable(absl::string_view name) {
+  struct Found {
+    absl::Mutex mu;
+    std::vector<TableConfig> configs;
+  };
+  auto found = std::make_shared<Found>();
+  auto promise = std::make_shared<std::promise<absl::Status>>();
+  auto fan = std::make_shared<FanIn>(
+      shards_.size(), [promise](absl::Status s) { promise->set_value(s); });
+  for (uint32_t s = 0; s < shards_.size(); ++s) {
+    v1::GetTableRequest request;
+    request.set_name(std::string(name));
+    Call<v1::GetTableRequest, v1::GetTableResponse>(
+        s, std::move(request),
+        [](Stub* stub, grpc::ClientContext* ctx, const v1::GetTableRequest* req,
+           v1::GetTableResponse* resp, std::function<void(grpc::Status)> cb) {
+          stub->async()->GetTable(ctx, req, resp, std::move(cb));
+        },
+        [this, s, fan, found](const absl::Status& status,
+                              v1::GetTableResponse* response) {
+          if (!status.ok()) return fan->Report(status);
+          NoteIncarnation(s, response->server_incarnation());
+          absl::StatusOr<TableConfig> config = FromWire(response->info().config());
+          if (config.ok()) {
+            absl::MutexLock lock(&found->mu);
+            found->configs.push_back(*config);
+          }
+          fan->Report(config.status());
+        });
+  }
+  RETURN_IF_ERROR(promise->get_future().get());
+  for (const TableConfig& config : found->configs) {
+    if (!(config == found->configs.front())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "table '", name, "' has different configurations on different shards"));
+    }
+  }
+  return found->configs.front();
+}
+
+absl::StatusOr<PullInfo> GrpcClient::PullDense(absl::string_view table,
+                                               absl::Span<float> values) {
+  return Wait(PullDenseAsync(table, values));
+}
+
+absl::StatusOr<PushResult> GrpcClient::PushDense(
+    absl::string_view table, absl::Span<const float> gradient,
+    const PullInfo* basis) {
+  return Wait(PushDenseAsync(table, gradient, basis));
+}
+
+}  // namespace taups

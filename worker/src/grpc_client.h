@@ -1,0 +1,101 @@
+// GrpcClient: the implementation of taups::Client over gRPC's callback API.
+//
+// Every public call fans out one RPC per shard (per slice for large dense
+// tensors), all in flight at once, and joins them with a FanIn. Blocking
+// forms wait on the asynchronous ones.
+//
+// Thread-safe. mu_ guards the table cache and the last-pulled versions;
+// it is never held across an RPC.
+#ifndef TAUPS_WORKER_SRC_GRPC_CLIENT_H_
+#define TAUPS_WORKER_SRC_GRPC_CLIENT_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "taups/client.h"
+#include "worker/src/delayed_runner.h"
+#include "worker/src/retrying_call.h"
+#include "worker/src/shard_router.h"
+
+namespace taups {
+
+class GrpcClient final : public Client {
+ public:
+  GrpcClient(const ClientOptions& options,
+             std::vector<std::unique_ptr<ShardChannels>> shards);
+  ~GrpcClient() override;
+
+  int num_shards() const override { return static_cast<int>(shards_.size()); }
+  uint32_t worker_id() const override { return options_.worker_id; }
+
+  absl::Status CreateTable(const TableConfig& config) override;
+  absl::StatusOr<TableConfig> OpenTable(absl::string_view name) override;
+
+  absl::StatusOr<PullInfo> PullDense(absl::string_view table,
+                                     absl::Span<float> values) override;
+  std::future<absl::StatusOr<PullInfo>> PullDenseAsync(
+      absl::string_view table, absl::Span<float> values) override;
+  absl::StatusOr<PushResult> PushDense(absl::string_view table,
+                                       absl::Span<const float> gradient,
+                                       const PullInfo* basis) override;
+  std::future<absl::StatusOr<PushResult>> PushDenseAsync(
+      absl::string_view table, absl::Span<const float> gradient,
+      const PullInfo* basis) override;
+
+  absl::StatusOr<PullInfo> PullSparse(absl::string_view table,
+                                      absl::Span<const uint64_t> keys,
+                                      absl::Span<float> rows) override;
+  absl::StatusOr<PushResult> PushSparse(absl::string_view table,
+                                        absl::Span<const uint64_t> keys,
+                                        absl::Span<const float> gradients,
+                                        const PullInfo* basis) override;
+
+ private:
+  // What the client knows of a table: its config and, for dense tables, the
+  // slice plan (fixed for the table's life).
+  struct TableMeta {
+    TableConfig config;
+    std::vector<DenseSlice> slices;
+  };
+
+  absl::StatusOr<std::shared_ptr<const TableMeta>> Meta(absl::string_view name);
+  std::shared_ptr<const TableMeta> Remember(const TableConfig& config);
+  // Base versions for a push: `basis` if given, else the last pull's.
+  std::vector<uint64_t> BaseVersions(const std::string& table,
+                                     const PullInfo* basis);
+  void RecordPull(const std::string& table, const PullInfo& info);
+  // Tracks the shard's incarnation; true if it changed since last seen.
+  bool NoteIncarnation(uint32_t shard, uint64_t incarnation);
+  v1::PushOrigin NextOrigin();
+
+  template <typename Request, typename Response, typename Invoke>
+  void Call(uint32_t shard, Request request, Invoke invoke,
+            std::function<void(const absl::Status&, Response*)> done) {
+    StartCall<Request, Response>(shards_[shard].get(), &runner_, policy_,
+                                 std::move(request), std::move(invoke),
+                                 std::move(done));
+  }
+
+  const ClientOptions options_;
+  const RetryPolicy policy_;
+  std::vector<std::unique_ptr<ShardChannels>> shards_;
+  std::unique_ptr<std::atomic<uint64_t>[]> incarnations_;  // per shard; 0 = unseen
+  std::atomic<uint64_t> next_seq_{1};
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<const TableMeta>> tables_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::vector<uint64_t>> last_pulled_
+      ABSL_GUARDED_BY(mu_);
+  // Declared last: destroyed first, so pending retries finish while the
+  // members above still exist.
+  DelayedRunner runner_;
+};
+
+}  // namespace taups
+
+#endif  // TAUPS_WORKER_SRC_GRPC_CLIENT_H_

@@ -1,0 +1,52 @@
+// ShardRouter: how one client request is cut into per-shard pieces.
+//
+// Dense: a table's global range is split by DenseShardRange, and each shard's
+// part into slices of at most `slice_elements`, so that large tensors travel
+// as several concurrent messages. Sparse: keys are grouped by owning shard,
+// duplicates collapsed (for pulls: fetched once and copied to every position;
+// for pushes: gradients summed).
+//
+// Pure functions of their inputs; thread-compatible.
+#ifndef TAUPS_WORKER_SRC_SHARD_ROUTER_H_
+#define TAUPS_WORKER_SRC_SHARD_ROUTER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/types/span.h"
+
+namespace taups {
+
+struct DenseSlice {
+  uint32_t shard = 0;
+  uint64_t offset = 0;  // global element offset
+  uint64_t count = 0;
+  uint32_t slices_in_shard = 1;  // slices the shard's part was cut into
+};
+
+// Slices covering [0, size) for `num_shards` shards, in shard order.
+std::vector<DenseSlice> PlanDenseSlices(uint64_t size, uint32_t num_shards,
+                                        uint64_t slice_elements);
+
+// Keys of one request for one shard.
+struct ShardKeys {
+  std::vector<uint64_t> keys;  // unique, in first-seen order
+  // For pulls: for each key position i of the request routed here, the
+  // index into `keys` it reads (positions[j] = {request index, key index}).
+  std::vector<std::pair<uint32_t, uint32_t>> positions;
+};
+
+// Groups `keys` by shard (result indexed by shard).
+std::vector<ShardKeys> GroupKeysByShard(absl::Span<const uint64_t> keys,
+                                        uint32_t num_shards);
+
+// Per-shard gradients for a push: gradients[i * dim ...] of request key i is
+// added into the row of its unique key. Returns one float vector per shard,
+// keys[s].keys.size() * dim long.
+std::vector<std::vector<float>> MergeSparseGradients(
+    const std::vector<ShardKeys>& groups, absl::Span<const float> gradients,
+    uint32_t dim);
+
+}  // namespace taups
+
+#endif  // TAUPS_WORKER_SRC_SHARD_ROUTER_H_

@@ -1,0 +1,160 @@
+// GrpcClient's sparse-table calls: keys grouped by shard, duplicates fetched
+// once (pull) or summed (push), one RPC per shard in flight at once.
+#include <cstring>
+
+#include "absl/strings/string_view.h"
+#include "absl/strings/str_cat.h"
+#include "common/float_bytes.h"
+#include "worker/src/grpc_client.h"
+
+namespace taups {
+namespace {
+
+absl::Status CheckSparse(const TableConfig& config, size_t keys,
+                         size_t floats, absl::string_view what) {
+  if (config.kind != TableKind::kSparse) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table '", config.name, "' is dense"));
+  }
+  if (floats != keys * config.dim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", config.name, "': ", what, " holds ", floats, " floats for ",
+        keys, " keys of dim ", config.dim));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
+                                                absl::Span<const uint64_t> keys,
+                                                absl::Span<float> rows) {
+  auto meta = Meta(table);
+  if (!meta.ok()) return meta.status();
+  const TableConfig& config = (*meta)->config;
+  absl::Status valid = CheckSparse(config, keys.size(), rows.size(), "rows");
+  if (!valid.ok()) return valid;
+  PullInfo info;
+  info.shard_versions.assign(shards_.size(), 0);
+  info.shard_touched.assign(shards_.size(), false);
+  if (keys.empty()) return info;
+
+  const std::vector<ShardKeys> groups = GroupKeysByShard(keys, num_shards());
+  const uint32_t dim = config.dim;
+  absl::Mutex mu;
+  std::promise<absl::Status> done;
+  size_t calls = 0;
+  for (const ShardKeys& g : groups) calls += g.keys.empty() ? 0 : 1;
+  auto fan = std::make_shared<FanIn>(
+      calls, [&done](absl::Status s) { done.set_value(s); });
+  const std::string name(table);
+  for (uint32_t s = 0; s < groups.size(); ++s) {
+    if (groups[s].keys.empty()) continue;
+    v1::PullSparseRequest request;
+    request.set_table(name);
+    PackInto<uint64_t>(groups[s].keys, request.mutable_keys());
+    request.set_worker_id(options_.worker_id);
+    const ShardKeys* group = &groups[s];
+    Call<v1::PullSparseRequest, v1::PullSparseResponse>(
+        s, std::move(request),
+        [](Stub* stub, grpc::ClientContext* ctx,
+           const v1::PullSparseRequest* req, v1::PullSparseResponse* resp,
+           std::function<void(grpc::Status)> cb) {
+          stub->async()->PullSparse(ctx, req, resp, std::move(cb));
+        },
+        [&, s, group, fan](const absl::Status& status,
+                           v1::PullSparseResponse* response) {
+          if (!status.ok()) return fan->Report(status);
+          const size_t row_bytes = size_t{dim} * sizeof(float);
+          if (response->values().size() != group->keys.size() * row_bytes) {
+            return fan->Report(absl::InternalError(absl::StrCat(
+                "shard ", s, " returned ", response->values().size(),
+                " bytes for ", group->keys.size(), " rows")));
+          }
+          const char* src = response->values().data();
+          for (const auto& [request_index, key_index] : group->positions) {
+            std::memcpy(rows.data() + size_t{request_index} * dim,
+                        src + size_t{key_index} * row_bytes, row_bytes);
+          }
+          const bool restarted =
+              NoteIncarnation(s, response->server_incarnation());
+          {
+            absl::MutexLock lock(&mu);
+            info.shard_versions[s] = response->version();
+            info.shard_touched[s] = true;
+            if (restarted) ++info.server_incarnation_changed;
+          }
+          fan->Report(absl::OkStatus());
+        });
+  }
+  absl::Status status = done.get_future().get();
+  if (!status.ok()) return status;
+  RecordPull(name, info);
+  return info;
+}
+
+absl::StatusOr<PushResult> GrpcClient::PushSparse(
+    absl::string_view table, absl::Span<const uint64_t> keys,
+    absl::Span<const float> gradients, const PullInfo* basis) {
+  auto meta = Meta(table);
+  if (!meta.ok()) return meta.status();
+  const TableConfig& config = (*meta)->config;
+  absl::Status valid =
+      CheckSparse(config, keys.size(), gradients.size(), "gradients");
+  if (!valid.ok()) return valid;
+  PushResult result;
+  result.shards.resize(shards_.size());
+  if (keys.empty()) return result;
+  const std::string name(table);
+  const std::vector<uint64_t> base = BaseVersions(name, basis);
+  if (base.size() != shards_.size()) {
+    return absl::InvalidArgumentError(
+        "basis.shard_versions must hold one version per shard");
+  }
+
+  const std::vector<ShardKeys> groups = GroupKeysByShard(keys, num_shards());
+  const std::vector<std::vector<float>> merged =
+      MergeSparseGradients(groups, gradients, config.dim);
+  absl::Mutex mu;
+  std::promise<absl::Status> done;
+  size_t calls = 0;
+  for (const ShardKeys& g : groups) calls += g.keys.empty() ? 0 : 1;
+  auto fan = std::make_shared<FanIn>(
+      calls, [&done](absl::Status s) { done.set_value(s); });
+  const v1::PushOrigin origin = NextOrigin();
+  for (uint32_t s = 0; s < groups.size(); ++s) {
+    if (groups[s].keys.empty()) continue;
+    v1::PushSparseRequest request;
+    request.set_table(name);
+    PackInto<uint64_t>(groups[s].keys, request.mutable_keys());
+    PackInto<float>(merged[s], request.mutable_gradients());
+    *request.mutable_origin() = origin;
+    request.set_base_version(base[s]);
+    Call<v1::PushSparseRequest, v1::PushResponse>(
+        s, std::move(request),
+        [](Stub* stub, grpc::ClientContext* ctx,
+           const v1::PushSparseRequest* req, v1::PushResponse* resp,
+           std::function<void(grpc::Status)> cb) {
+          stub->async()->PushSparse(ctx, req, resp, std::move(cb));
+        },
+        [&, s, fan](const absl::Status& status, v1::PushResponse* response) {
+          if (status.ok()) {
+            NoteIncarnation(s, response->server_incarnation());
+            absl::MutexLock lock(&mu);
+            ShardPushResult& r = result.shards[s];
+            r.touched = true;
+            r.accepted = response->accepted();
+            r.tau = response->tau();
+            r.lr_factor = response->lr_factor();
+            r.new_version = response->new_version();
+            r.reject_reason = response->reject_reason();
+          }
+          fan->Report(status);
+        });
+  }
+  absl::Status status = done.get_future().get();
+  if (!status.ok()) return status;
+  return result;
+}
+
+}  // namespace taups

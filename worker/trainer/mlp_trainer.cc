@@ -1,0 +1,145 @@
+#include "worker/trainer/mlp_trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "spdlog/spdlog.h"
+#include "worker/trainer/fashion_mnist.h"
+#include "worker/trainer/mlp_model.h"
+#include "worker/trainer/shard_sampler.h"
+#include "worker/trainer/status_context.h"
+#include "worker/trainer/table_setup.h"
+#include "worker/trainer/training_progress.h"
+
+namespace taups::trainer {
+namespace {
+
+absl::StatusOr<ImageDataset> LoadSplit(const std::string& dir,
+                                       DatasetSplit split) {
+  absl::StatusOr<ImageDataset> set = LoadFashionMnist(dir, split);
+  if (absl::IsNotFound(set.status())) {
+    return WithContext(set.status(),
+                       "Fashion-MNIST not found (install Debian's "
+                       "dataset-fashion-mnist or pass --data_dir)");
+  }
+  return set;
+}
+
+}  // namespace
+
+TableConfig MlpTableConfig(const TrainerOptions& options) {
+  TableConfig config =
+      TableConfig::Dense(kMlpTableName, MlpShape{}.num_params());
+  config.optimizer.kind = OptimizerKind::kSgd;
+  config.optimizer.learning_rate = options.EffectiveLearningRate();
+  config.initializer.kind = InitializerKind::kUniform;
+  config.initializer.scale = kMlpInitScale;
+  config.initializer.seed = options.seed;
+  return config;
+}
+
+absl::StatusOr<TrainingSummary> RunMlpTraining(Client& client,
+                                               MathBackend& backend,
+                                               const TrainerOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  ASSIGN_OR_RETURN(ImageDataset train,
+                   LoadSplit(options.data_dir, DatasetSplit::kTrain));
+  ASSIGN_OR_RETURN(ImageDataset test,
+                   LoadSplit(options.data_dir, DatasetSplit::kTest));
+  const TableConfig config = MlpTableConfig(options);
+  RETURN_IF_ERROR(EnsureTable(client, config, options.create_tables,
+                              options.table_wait));
+  ASSIGN_OR_RETURN(ShardSampler sampler,
+                   ShardSampler::Create(train.num_examples, options.worker_id,
+                                        options.num_workers, options.seed));
+  spdlog::info("mlp worker {}/{}: {} training examples in its shard, {} test, "
+               "table '{}' ({} floats, SGD lr {}), device {}",
+               options.worker_id, options.num_workers, sampler.shard_size(),
+               test.num_examples, config.name, config.dense_size,
+               config.optimizer.learning_rate, backend.description());
+
+  const MlpShape shape;
+  const int batch = options.batch_size;
+  const int dim = shape.input;
+  Mlp mlp(shape, &backend);
+  std::vector<float> params(shape.num_params()), grad(shape.num_params());
+  std::vector<float> x(static_cast<size_t>(batch) * dim);
+  std::vector<uint8_t> y(batch);
+  std::vector<int> indices;
+  TrainingProgress progress("mlp", options.worker_id, options.log_every,
+                            absl::Now());
+  int64_t window_correct = 0, window_examples = 0;
+
+  for (int64_t step = 0; step < options.steps; ++step) {
+    sampler.NextBatch(batch, indices);
+    for (int i = 0; i < batch; ++i) {
+      std::memcpy(x.data() + static_cast<size_t>(i) * dim,
+                  train.features(indices[i]), dim * sizeof(float));
+      y[i] = train.labels[indices[i]];
+    }
+    const std::string where = absl::StrCat("step ", step);
+    absl::StatusOr<PullInfo> pulled =
+        client.PullDense(config.name, absl::MakeSpan(params));
+    if (!pulled.ok()) return WithContext(pulled.status(), where + ": PullDense");
+    ASSIGN_OR_RETURN(ClassifierStats stats,
+                     mlp.LossAndGradient(params, x.data(), y.data(), batch,
+                                         absl::MakeSpan(grad)));
+    if (!std::isfinite(stats.mean_loss)) {
+      return absl::InternalError(absl::StrCat(
+          where, ": training loss is ", stats.mean_loss,
+          " (diverged; try a lower --lr)"));
+    }
+    absl::StatusOr<PushResult> pushed =
+        client.PushDense(config.name, grad, &*pulled);
+    if (!pushed.ok()) return WithContext(pushed.status(), where + ": PushDense");
+    progress.RecordPush(*pushed);
+    progress.RecordStep(batch, stats.mean_loss);
+    window_correct += stats.correct;
+    window_examples += stats.examples;
+    if (progress.ShouldLog()) {
+      progress.LogWindow("train_acc",
+                         static_cast<double>(window_correct) / window_examples,
+                         absl::Now());
+      window_correct = window_examples = 0;
+    }
+  }
+  const absl::Time train_end = absl::Now();
+
+  // Evaluate what the servers hold now (including other workers' updates).
+  absl::StatusOr<PullInfo> final_pull =
+      client.PullDense(config.name, absl::MakeSpan(params));
+  if (!final_pull.ok()) {
+    return WithContext(final_pull.status(), "final PullDense");
+  }
+  const int eval_n =
+      options.eval_examples > 0
+          ? static_cast<int>(std::min<int64_t>(options.eval_examples,
+                                               test.num_examples))
+          : test.num_examples;
+  ASSIGN_OR_RETURN(ClassifierStats eval,
+                   mlp.Evaluate(params, test.pixels.data(), test.labels.data(),
+                                eval_n));
+  spdlog::info("mlp worker {}: test accuracy {:.4f} on {} examples, loss {:.4f}",
+               options.worker_id, eval.accuracy(), eval.examples,
+               eval.mean_loss);
+
+  TrainingSummary summary;
+  summary.model = "mlp";
+  summary.worker_id = options.worker_id;
+  summary.steps = progress.steps();
+  summary.device = std::string(backend.name());
+  summary.final_loss = progress.recent_loss();
+  summary.samples_per_sec = progress.samples_per_sec(train_end);
+  summary.tau_mean = progress.tau().mean();
+  summary.tau_max = progress.tau().max();
+  summary.rejected_pushes = progress.tau().rejected();
+  summary.test_accuracy = eval.accuracy();
+  return summary;
+}
+
+}  // namespace taups::trainer

@@ -1,0 +1,63 @@
+#include "worker/trainer/trainer_options.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace taups::trainer {
+
+absl::StatusOr<ModelKind> ParseModelKind(std::string_view text) {
+  if (text == "mlp") return ModelKind::kMlp;
+  if (text == "ctr") return ModelKind::kCtr;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown model '", text, "'; expected mlp or ctr"));
+}
+
+std::string_view ModelKindName(ModelKind kind) {
+  return kind == ModelKind::kMlp ? "mlp" : "ctr";
+}
+
+float TrainerOptions::EffectiveLearningRate() const {
+  if (learning_rate != 0.0f) return learning_rate;
+  return model == ModelKind::kMlp ? kDefaultMlpLearningRate
+                                  : kDefaultCtrLearningRate;
+}
+
+absl::Status TrainerOptions::Validate() const {
+  if (num_workers == 0) {
+    return absl::InvalidArgumentError("num_workers must be >= 1");
+  }
+  if (worker_id >= num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker_id ", worker_id, " must be below num_workers ", num_workers));
+  }
+  if (steps < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("steps ", steps, " < 0"));
+  }
+  if (batch_size < 1 || batch_size > (1 << 16)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch_size ", batch_size, " outside 1..65536"));
+  }
+  if (!std::isfinite(learning_rate) || learning_rate < 0.0f) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "learning rate must be finite and >= 0 (0 = default), got ",
+        learning_rate));
+  }
+  if (log_every < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("log_every ", log_every, " < 0"));
+  }
+  if (eval_examples < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("eval_examples ", eval_examples, " < 0"));
+  }
+  if (model == ModelKind::kMlp && data_dir.empty()) {
+    return absl::InvalidArgumentError("data_dir is empty");
+  }
+  if (table_wait < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("table_wait is negative");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace taups::trainer

@@ -1,0 +1,65 @@
+#include "worker/trainer/training_progress.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "spdlog/spdlog.h"
+
+namespace taups::trainer {
+
+void TauStats::Add(const PushResult& result) {
+  for (const ShardPushResult& shard : result.shards) {
+    if (!shard.touched) continue;
+    ++count_;
+    sum_ += static_cast<double>(shard.tau);
+    max_ = std::max(max_, shard.tau);
+    if (!shard.accepted) ++rejected_;
+  }
+}
+
+TrainingProgress::TrainingProgress(std::string model, uint32_t worker_id,
+                                   int64_t log_every, absl::Time start)
+    : model_(std::move(model)),
+      worker_id_(worker_id),
+      log_every_(log_every),
+      start_(start),
+      window_start_(start) {}
+
+void TrainingProgress::RecordStep(int examples, double loss) {
+  ++steps_;
+  examples_ += examples;
+  window_examples_ += examples;
+  window_loss_sum_ += loss * examples;
+}
+
+bool TrainingProgress::ShouldLog() const {
+  return log_every_ > 0 && steps_ > 0 && steps_ % log_every_ == 0;
+}
+
+double TrainingProgress::recent_loss() const {
+  return window_examples_ > 0 ? window_loss_sum_ / window_examples_
+                              : last_window_loss_;
+}
+
+double TrainingProgress::samples_per_sec(absl::Time now) const {
+  const double seconds = absl::ToDoubleSeconds(now - start_);
+  return seconds > 0.0 ? static_cast<double>(examples_) / seconds : 0.0;
+}
+
+void TrainingProgress::LogWindow(std::string_view metric_name, double metric,
+                                 absl::Time now) {
+  const double seconds = absl::ToDoubleSeconds(now - window_start_);
+  const double rate =
+      seconds > 0.0 ? static_cast<double>(window_examples_) / seconds : 0.0;
+  spdlog::info(
+      "{} worker {} step {} loss {:.4f} {} {:.4f} samples/s {:.0f} tau mean "
+      "{:.2f} max {}",
+      model_, worker_id_, steps_, recent_loss(), metric_name, metric, rate,
+      tau_.mean(), tau_.max());
+  last_window_loss_ = recent_loss();
+  window_start_ = now;
+  window_examples_ = 0;
+  window_loss_sum_ = 0.0;
+}
+
+}  // namespace taups::trainer

@@ -1,0 +1,75 @@
+// Bookkeeping of a training loop: staleness seen in push results, loss and
+// throughput per logging window, and the periodic progress line.
+//
+// Time is passed in by the caller (absl::Time arguments), so tests control it.
+// Thread-compatible: owned and called by the one training thread.
+#ifndef TAUPS_WORKER_TRAINER_TRAINING_PROGRESS_H_
+#define TAUPS_WORKER_TRAINER_TRAINING_PROGRESS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/time/time.h"
+#include "taups/client.h"
+
+namespace taups::trainer {
+
+// Staleness over every (push, touched shard) pair.
+class TauStats {
+ public:
+  void Add(const PushResult& result);
+
+  double mean() const { return count_ > 0 ? sum_ / count_ : 0.0; }
+  uint64_t max() const { return max_; }
+  int64_t rejected() const { return rejected_; }  // shard answers, not pushes
+
+ private:
+  int64_t count_ = 0;
+  double sum_ = 0.0;
+  uint64_t max_ = 0;
+  int64_t rejected_ = 0;
+};
+
+class TrainingProgress {
+ public:
+  // `log_every` 0 disables the progress line.
+  TrainingProgress(std::string model, uint32_t worker_id, int64_t log_every,
+                   absl::Time start);
+
+  // Accounts one finished step over `examples` examples with mean `loss`.
+  void RecordStep(int examples, double loss);
+  void RecordPush(const PushResult& result) { tau_.Add(result); }
+
+  // True when the step just recorded closes a logging window.
+  bool ShouldLog() const;
+  // Logs step, window loss, `metric_name`=`metric`, samples/s of the window
+  // and tau mean/max so far; then opens a new window.
+  void LogWindow(std::string_view metric_name, double metric, absl::Time now);
+
+  int64_t steps() const { return steps_; }
+  const TauStats& tau() const { return tau_; }
+  // Mean loss of the current window, or of the last closed one when the
+  // current one is empty.
+  double recent_loss() const;
+  // Examples per second since `start`.
+  double samples_per_sec(absl::Time now) const;
+
+ private:
+  std::string model_;
+  uint32_t worker_id_;
+  int64_t log_every_;
+  absl::Time start_;
+  int64_t steps_ = 0;
+  int64_t examples_ = 0;
+  TauStats tau_;
+  // Current window.
+  absl::Time window_start_;
+  int64_t window_examples_ = 0;
+  double window_loss_sum_ = 0.0;  // sum of per-example losses
+  double last_window_loss_ = 0.0;
+};
+
+}  // namespace taups::trainer
+
+#endif  // TAUPS_WORKER_TRAINER_TRAINING_PROGRESS_H_

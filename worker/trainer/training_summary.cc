@@ -1,0 +1,49 @@
+#include "worker/trainer/training_summary.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace taups::trainer {
+namespace {
+
+std::string Number(double x) {
+  return std::isfinite(x) ? absl::StrFormat("%.6g", x) : "null";
+}
+
+// Model and device names are fixed identifiers; no escaping is needed, but
+// quote them defensively by dropping characters JSON would need escaped.
+std::string Quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20) {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string TrainingSummary::ToJson() const {
+  std::string json = absl::StrCat(
+      "{\"model\":", Quoted(model), ",\"worker_id\":", worker_id,
+      ",\"steps\":", steps, ",\"device\":", Quoted(device));
+  const auto add = [&json](const char* key, std::optional<double> value) {
+    if (value.has_value()) absl::StrAppend(&json, ",\"", key, "\":", Number(*value));
+  };
+  add("test_accuracy", test_accuracy);
+  add("test_logloss", test_logloss);
+  add("planted_logloss", planted_logloss);
+  add("excess_logloss", excess_logloss);
+  add("auc", auc);
+  add("planted_auc", planted_auc);
+  absl::StrAppend(&json, ",\"final_loss\":", Number(final_loss),
+                  ",\"samples_per_sec\":", Number(samples_per_sec),
+                  ",\"tau_mean\":", Number(tau_mean), ",\"tau_max\":", tau_max,
+                  ",\"rejected_pushes\":", rejected_pushes, "}");
+  return json;
+}
+
+}  // namespace taups::trainer

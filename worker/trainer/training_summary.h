@@ -1,0 +1,39 @@
+// The one-line JSON summary ps_worker prints on stdout when training ends.
+//
+// Plain value type; no thread-safety concerns.
+#ifndef TAUPS_WORKER_TRAINER_TRAINING_SUMMARY_H_
+#define TAUPS_WORKER_TRAINER_TRAINING_SUMMARY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace taups::trainer {
+
+struct TrainingSummary {
+  std::string model;   // "mlp" | "ctr"
+  uint32_t worker_id = 0;
+  int64_t steps = 0;
+  std::string device;  // "cpu" | "cuda"
+  double final_loss = 0.0;  // mean training loss of the last log window
+  double samples_per_sec = 0.0;
+  double tau_mean = 0.0;
+  uint64_t tau_max = 0;
+  int64_t rejected_pushes = 0;  // shard answers with accepted=false
+  // mlp
+  std::optional<double> test_accuracy;
+  // ctr
+  std::optional<double> test_logloss;
+  std::optional<double> planted_logloss;
+  std::optional<double> excess_logloss;
+  std::optional<double> auc;
+  std::optional<double> planted_auc;
+
+  // One line of JSON, no trailing newline; optional fields only when set.
+  // Non-finite numbers are written as null.
+  std::string ToJson() const;
+};
+
+}  // namespace taups::trainer
+
+#endif  // TAUPS_WORKER_TRAINER_TRAINING_SUMMARY_H_

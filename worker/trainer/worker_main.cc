@@ -1,0 +1,137 @@
+// ps_worker: trains a model against a tauPS cluster.
+//
+//   ps_worker --servers=127.0.0.1:7000,127.0.0.1:7001 --worker_id=0 \
+//             --num_workers=2 --model=mlp --steps=400
+//
+// Progress goes to stderr (spdlog); the last line on stdout is a one-line
+// JSON summary. Exit status 0 on success, 1 with an error message otherwise.
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
+#include "taups/client.h"
+#include "worker/trainer/ctr_trainer.h"
+#include "worker/trainer/math_backend.h"
+#include "worker/trainer/mlp_trainer.h"
+#include "worker/trainer/trainer_options.h"
+
+ABSL_FLAG(std::string, servers, "",
+          "Comma-separated host:port of every ps_server shard, in shard-index "
+          "order (required), e.g. 127.0.0.1:7000,127.0.0.1:7001");
+ABSL_FLAG(uint32_t, worker_id, 0,
+          "This worker's index in [0, --num_workers); selects its data shard");
+ABSL_FLAG(uint32_t, num_workers, 1,
+          "Number of workers sharing the training data (mlp: worker w trains "
+          "on examples i with i % num_workers == w)");
+ABSL_FLAG(std::string, model, "mlp",
+          "mlp: 784-128-10 MLP on Fashion-MNIST (one dense table). ctr: "
+          "embeddings (sparse table) + MLP (dense table) on synthetic clicks "
+          "with a planted ground truth");
+ABSL_FLAG(std::string, device, "auto",
+          "Where the GEMMs run: auto (CUDA if a device is usable, else CPU), "
+          "cpu, or cuda (fails if no usable CUDA device)");
+ABSL_FLAG(int64_t, steps, 500,
+          "Pull-compute-push steps this worker runs (not an epoch count)");
+ABSL_FLAG(int32_t, batch_size, 64, "Examples per step");
+ABSL_FLAG(double, lr, 0.0,
+          "Server-side learning rate of the model's tables (0 = model default: "
+          "mlp SGD 0.2, ctr Adagrad 0.05). Part of the table config, so every "
+          "worker must pass the same value");
+ABSL_FLAG(uint64_t, seed, 1,
+          "Seed of table initialisation, data order and synthetic data; every "
+          "worker must pass the same value");
+ABSL_FLAG(int64_t, log_every, 100,
+          "Log a progress line every N steps (0 = no progress lines)");
+ABSL_FLAG(std::string, data_dir, taups::trainer::kDefaultFashionMnistDir,
+          "Directory with Fashion-MNIST's {train,t10k}-{images-idx3,labels-"
+          "idx1}-ubyte.gz (Debian package dataset-fashion-mnist); mlp only");
+ABSL_FLAG(bool, create_tables, true,
+          "Create the model's tables (safe from every worker: identical "
+          "configs are accepted). If false, wait up to 60 s for another "
+          "worker to create them");
+ABSL_FLAG(int64_t, eval_examples, 0,
+          "Test examples evaluated at the end (0 = all: 10000 for mlp, 50000 "
+          "synthetic for ctr)");
+
+namespace taups::trainer {
+namespace {
+
+absl::StatusOr<TrainerOptions> OptionsFromFlags() {
+  TrainerOptions options;
+  ASSIGN_OR_RETURN(options.model, ParseModelKind(absl::GetFlag(FLAGS_model)));
+  options.worker_id = absl::GetFlag(FLAGS_worker_id);
+  options.num_workers = absl::GetFlag(FLAGS_num_workers);
+  options.steps = absl::GetFlag(FLAGS_steps);
+  options.batch_size = absl::GetFlag(FLAGS_batch_size);
+  options.learning_rate = static_cast<float>(absl::GetFlag(FLAGS_lr));
+  options.seed = absl::GetFlag(FLAGS_seed);
+  options.log_every = absl::GetFlag(FLAGS_log_every);
+  options.data_dir = absl::GetFlag(FLAGS_data_dir);
+  options.create_tables = absl::GetFlag(FLAGS_create_tables);
+  options.eval_examples = absl::GetFlag(FLAGS_eval_examples);
+  RETURN_IF_ERROR(options.Validate());
+  return options;
+}
+
+absl::Status Run() {
+  ASSIGN_OR_RETURN(const TrainerOptions options, OptionsFromFlags());
+  ASSIGN_OR_RETURN(const DeviceKind device,
+                   ParseDeviceKind(absl::GetFlag(FLAGS_device)));
+  ASSIGN_OR_RETURN(std::unique_ptr<MathBackend> backend,
+                   CreateMathBackend(device));
+
+  ClientOptions client_options;
+  std::vector<std::string> servers =
+      absl::StrSplit(absl::GetFlag(FLAGS_servers), ',', absl::SkipWhitespace());
+  client_options.servers = std::move(servers);
+  if (client_options.servers.empty()) {
+    return absl::InvalidArgumentError(
+        "--servers is required (comma-separated host:port list)");
+  }
+  client_options.worker_id = options.worker_id;
+  ASSIGN_OR_RETURN(std::unique_ptr<Client> client,
+                   Client::Connect(client_options));
+
+  TrainingSummary summary;
+  if (options.model == ModelKind::kMlp) {
+    ASSIGN_OR_RETURN(summary, RunMlpTraining(*client, *backend, options));
+  } else {
+    ASSIGN_OR_RETURN(summary, RunCtrTraining(*client, *backend, options));
+  }
+  std::printf("%s\n", summary.ToJson().c_str());
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace taups::trainer
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Trains a model against tauPS parameter servers.\n"
+      "  ps_worker --servers=127.0.0.1:7000,127.0.0.1:7001 --worker_id=0 "
+      "--num_workers=2 --model=mlp --steps=400\n"
+      "Progress is logged to stderr; the final stdout line is a JSON "
+      "summary.");
+  absl::ParseCommandLine(argc, argv);
+  // Logs on stderr so stdout carries only the JSON summary.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("ps_worker"));
+
+  const absl::Status status = taups::trainer::Run();
+  if (!status.ok()) {
+    spdlog::error("ps_worker failed: {}", status.ToString());
+    std::fprintf(stderr, "ps_worker: error: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
