@@ -1,0 +1,191 @@
+// The client library against real shards served over gRPC on 127.0.0.1 (in
+// this process, so the test can also look at the shards directly).
+#include <catch2/catch.hpp>
+
+#include <grpcpp/grpcpp.h>
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "ps.grpc.pb.h"
+#include "server/shard_server.h"
+#include "taups/client.h"
+
+namespace taups {
+namespace {
+
+// N shards on free loopback ports.
+struct Cluster {
+  explicit Cluster(uint32_t n) {
+    for (uint32_t s = 0; s < n; ++s) {
+      ShardServerOptions options;
+      options.shard_index = s;
+      options.num_shards = n;
+      options.listen_address = "127.0.0.1:0";
+      options.stats_interval = absl::ZeroDuration();
+      auto server = ShardServer::Start(options);
+      REQUIRE(server.ok());
+      addresses.push_back(absl::StrCat("127.0.0.1:", (*server)->port()));
+      shards.push_back(std::move(*server));
+    }
+  }
+  std::unique_ptr<Client> Connect(uint32_t worker_id,
+                                  size_t slice_bytes = size_t{1} << 20) {
+    ClientOptions options;
+    options.servers = addresses;
+    options.worker_id = worker_id;
+    options.slice_bytes = slice_bytes;
+    options.call_timeout = absl::Seconds(20);
+    auto client = Client::Connect(options);
+    REQUIRE(client.ok());
+    return std::move(*client);
+  }
+  std::vector<std::string> addresses;
+  std::vector<std::unique_ptr<ShardServer>> shards;
+};
+
+TableConfig Sgd(TableConfig config, float lr) {
+  config.optimizer.learning_rate = lr;
+  return config;
+}
+
+TEST_CASE("dense pull/push round trip across two shards in many slices") {
+  Cluster cluster(2);
+  // 4 KiB slices: a 10,001-float table travels as ~10 slices.
+  auto client = cluster.Connect(0, 4096);
+  const uint64_t n = 10001;
+  REQUIRE(client->CreateTable(Sgd(TableConfig::Dense("w", n), 0.5f)).ok());
+  std::vector<float> params(n, 1.0f);
+  auto pulled = client->PullDense("w", absl::MakeSpan(params));
+  REQUIRE(pulled.ok());
+  REQUIRE(params == std::vector<float>(n, 0.0f));
+  std::vector<float> grad(n);
+  std::iota(grad.begin(), grad.end(), 0.0f);
+  auto pushed = client->PushDense("w", grad);
+  REQUIRE(pushed.ok());
+  REQUIRE(pushed->all_accepted());
+  for (const ShardPushResult& s : pushed->shards) {
+    REQUIRE(s.touched);
+    REQUIRE(s.tau == 0);
+    REQUIRE(s.new_version == 1);  // one version per push, not per slice
+  }
+  REQUIRE(client->PullDense("w", absl::MakeSpan(params)).ok());
+  for (uint64_t i = 0; i < n; i += 997) REQUIRE(params[i] == -0.5f * i);
+  REQUIRE(params[n - 1] == -0.5f * (n - 1));
+}
+
+TEST_CASE("controlled interleavings of two workers give exact tau") {
+  Cluster cluster(2);
+  auto a = cluster.Connect(1);
+  auto b = cluster.Connect(2);
+  const uint64_t n = 64;
+  REQUIRE(a->CreateTable(TableConfig::Dense("w", n)).ok());
+  REQUIRE(b->CreateTable(TableConfig::Dense("w", n)).ok());
+  std::vector<float> pa(n), pb(n);
+  const std::vector<float> g(n, 0.01f);
+  auto tau_of = [](const absl::StatusOr<PushResult>& r) {
+    REQUIRE(r.ok());
+    REQUIRE(r->shards[0].tau == r->shards[1].tau);
+    return r->shards[0].tau;
+  };
+
+  REQUIRE(a->PullDense("w", absl::MakeSpan(pa)).ok());  // A reads v0
+  REQUIRE(b->PullDense("w", absl::MakeSpan(pb)).ok());  // B reads v0
+  REQUIRE(tau_of(a->PushDense("w", g)) == 0);           // v0 -> v1
+  REQUIRE(tau_of(b->PushDense("w", g)) == 1);           // B's v0 is 1 behind
+  REQUIRE(a->PullDense("w", absl::MakeSpan(pa)).ok());  // A reads v2
+  REQUIRE(tau_of(b->PushDense("w", g)) == 2);           // B still on v0
+  REQUIRE(tau_of(b->PushDense("w", g)) == 3);
+  REQUIRE(tau_of(a->PushDense("w", g)) == 2);           // A on v2, now v4
+  REQUIRE(b->PullDense("w", absl::MakeSpan(pb)).ok());  // B reads v5
+  REQUIRE(tau_of(b->PushDense("w", g)) == 0);
+
+  // An explicit basis overrides the last pull.
+  PullInfo old;
+  old.shard_versions = {1, 1};
+  old.shard_touched = {true, true};
+  REQUIRE(tau_of(a->PushDense("w", g, &old)) == 5);  // version 6 - 1
+}
+
+TEST_CASE("sparse rows route to shards, duplicates are merged") {
+  Cluster cluster(2);
+  auto client = cluster.Connect(0);
+  TableConfig config = Sgd(TableConfig::Sparse("emb", 4), 1.0f);
+  config.initializer.kind = InitializerKind::kNormal;
+  config.initializer.scale = 0.01f;
+  REQUIRE(client->CreateTable(config).ok());
+  std::vector<uint64_t> keys;
+  for (uint64_t k = 0; k < 1000; ++k) keys.push_back(k * 7919);
+  keys.push_back(keys[3]);  // a duplicate
+  std::vector<float> rows(keys.size() * 4);
+  REQUIRE(client->PullSparse("emb", keys, absl::MakeSpan(rows)).ok());
+  const std::vector<float> row3(rows.begin() + 12, rows.begin() + 16);
+  REQUIRE(std::vector<float>(rows.end() - 4, rows.end()) == row3);
+
+  // Push 1.0 for every position: key 3 appears twice, so gets 2.0.
+  std::vector<float> grads(keys.size() * 4, 1.0f);
+  auto pushed = client->PushSparse("emb", keys, grads);
+  REQUIRE(pushed.ok());
+  REQUIRE(pushed->all_accepted());
+  std::vector<float> after(keys.size() * 4);
+  REQUIRE(client->PullSparse("emb", keys, absl::MakeSpan(after)).ok());
+  REQUIRE(after[12] == Approx(row3[0] - 2.0f));
+  REQUIRE(after[0] == Approx(rows[0] - 1.0f));
+  REQUIRE(after[40] == Approx(rows[40] - 1.0f));
+}
+
+TEST_CASE("wrong sizes and unknown tables fail before anything is sent") {
+  Cluster cluster(1);
+  auto client = cluster.Connect(0);
+  REQUIRE(client->CreateTable(TableConfig::Dense("w", 8)).ok());
+  std::vector<float> wrong(7);
+  REQUIRE(client->PullDense("w", absl::MakeSpan(wrong)).status().code() ==
+          absl::StatusCode::kInvalidArgument);
+  REQUIRE(client->PushDense("w", wrong).status().code() ==
+          absl::StatusCode::kInvalidArgument);
+  REQUIRE(client->PullDense("missing", absl::MakeSpan(wrong)).status().code() ==
+          absl::StatusCode::kNotFound);
+  REQUIRE(client->CreateTable(TableConfig::Dense("w", 9)).code() ==
+          absl::StatusCode::kAlreadyExists);
+}
+
+TEST_CASE("the server maps bad bytes to INVALID_ARGUMENT and changes nothing") {
+  Cluster cluster(1);
+  auto client = cluster.Connect(0);
+  REQUIRE(client->CreateTable(TableConfig::Dense("w", 4)).ok());
+  auto channel = grpc::CreateChannel(cluster.addresses[0],
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1::ParameterServer::NewStub(channel);
+  auto push = [&](const std::string& bytes) {
+    grpc::ClientContext context;
+    v1::PushDenseRequest request;
+    request.set_table("w");
+    request.set_gradient(bytes);
+    v1::PushResponse response;
+    return stub->PushDense(&context, request, &response).error_code();
+  };
+  REQUIRE(push(std::string(7, '\0')) == grpc::StatusCode::INVALID_ARGUMENT);
+  const float nan[4] = {0, std::numeric_limits<float>::quiet_NaN(), 0, 0};
+  REQUIRE(push(std::string(reinterpret_cast<const char*>(nan), 16)) ==
+          grpc::StatusCode::INVALID_ARGUMENT);
+  REQUIRE(push(std::string(20, '\0')) == grpc::StatusCode::OUT_OF_RANGE);
+
+  grpc::ClientContext context;
+  v1::PullDenseRequest pull;
+  pull.set_table("w");
+  pull.set_count(uint64_t{1} << 40);
+  v1::PullDenseResponse pulled;
+  REQUIRE(stub->PullDense(&context, pull, &pulled).error_code() ==
+          grpc::StatusCode::INVALID_ARGUMENT);
+
+  std::vector<float> params(4, 9.0f);
+  auto info = client->PullDense("w", absl::MakeSpan(params));
+  REQUIRE(info.ok());
+  REQUIRE(info->shard_versions[0] == 0);
+  REQUIRE(params == std::vector<float>(4, 0.0f));
+}
+
+}  // namespace
+}  // namespace taups

@@ -1,0 +1,235 @@
+// The shard core with no network: table creation, validation that changes
+// nothing, dense/sparse pull and push, versions and tau.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "common/initializer.h"
+#include "common/shard_map.h"
+#include "server/parameter_store.h"
+
+namespace taups {
+namespace {
+
+TableConfig DenseSgd(const std::string& name, uint64_t size, float lr = 1.0f) {
+  TableConfig config = TableConfig::Dense(name, size);
+  config.optimizer.learning_rate = lr;
+  return config;
+}
+
+std::vector<float> PullAll(const ParameterStore& store, const std::string& t,
+                           Range range) {
+  std::vector<float> out(range.size());
+  REQUIRE(store.PullDense(t, range.begin, absl::MakeSpan(out)).ok());
+  return out;
+}
+
+PushOrigin Origin(uint32_t worker, uint64_t seq) {
+  return PushOrigin{worker, 1, seq};
+}
+
+TEST_CASE("creating a table is idempotent only for identical configs") {
+  ParameterStore store(0, 2);
+  bool created = false;
+  auto info = store.CreateTable(DenseSgd("w", 10), true, &created);
+  REQUIRE(info.ok());
+  REQUIRE(created);
+  REQUIRE(info->range.begin == 0);
+  REQUIRE(info->range.end == 5);
+  REQUIRE(store.CreateTable(DenseSgd("w", 10), true, &created).ok());
+  REQUIRE_FALSE(created);
+  REQUIRE(store.CreateTable(DenseSgd("w", 10), false, &created).status().code() ==
+          absl::StatusCode::kAlreadyExists);
+  REQUIRE(store.CreateTable(DenseSgd("w", 12), true, &created).status().code() ==
+          absl::StatusCode::kAlreadyExists);
+}
+
+TEST_CASE("invalid table configs are refused") {
+  ParameterStore store(0, 1);
+  bool created = false;
+  TableConfig bad_lr = DenseSgd("a", 10);
+  bad_lr.optimizer.learning_rate = std::numeric_limits<float>::quiet_NaN();
+  REQUIRE(store.CreateTable(bad_lr, true, &created).status().code() ==
+          absl::StatusCode::kInvalidArgument);
+  REQUIRE(store.CreateTable(DenseSgd("", 10), true, &created).status().code() ==
+          absl::StatusCode::kInvalidArgument);
+  REQUIRE(store.CreateTable(DenseSgd("has space", 10), true, &created)
+              .status()
+              .code() == absl::StatusCode::kInvalidArgument);
+  REQUIRE(store.CreateTable(DenseSgd("z", 0), true, &created).status().code() ==
+          absl::StatusCode::kInvalidArgument);
+  REQUIRE(store.CreateTable(TableConfig::Sparse("s", 0), true, &created)
+              .status()
+              .code() == absl::StatusCode::kInvalidArgument);
+  REQUIRE(store.ListTables().empty());
+}
+
+TEST_CASE("dense push applies SGD and advances the version; tau is measured") {
+  ParameterStore store(1, 2);  // shard 1 of 2 holds [5, 10) of 10
+  bool created = false;
+  REQUIRE(store.CreateTable(DenseSgd("w", 10, 0.5f), true, &created).ok());
+  const Range range{5, 10};
+  REQUIRE(PullAll(store, "w", range) == std::vector<float>(5, 0.0f));
+
+  const std::vector<float> g = {1, 2, 3, 4, 5};
+  auto first = store.PushDense("w", 5, g, Origin(0, 1), 0, 1);
+  REQUIRE(first.ok());
+  REQUIRE(first->accepted);
+  REQUIRE(first->tau == 0);
+  REQUIRE(first->new_version == 1);
+  REQUIRE(PullAll(store, "w", range) ==
+          std::vector<float>{-0.5f, -1.0f, -1.5f, -2.0f, -2.5f});
+
+  // A second worker still on version 0 is one update stale.
+  auto second = store.PushDense("w", 5, g, Origin(1, 1), 0, 1);
+  REQUIRE(second.ok());
+  REQUIRE(second->tau == 1);
+  REQUIRE(second->new_version == 2);
+  auto info = store.GetTable("w");
+  REQUIRE(info->version == 2);
+  REQUIRE(info->staleness.pushes == 2);
+  REQUIRE(info->staleness.tau_sum == 1);
+  REQUIRE(info->staleness.tau_max == 1);
+}
+
+TEST_CASE("a push from the future (another incarnation) is refused") {
+  ParameterStore store(0, 1);
+  bool created = false;
+  REQUIRE(store.CreateTable(DenseSgd("w", 4), true, &created).ok());
+  const std::vector<float> g(4, 1.0f);
+  auto pushed = store.PushDense("w", 0, g, Origin(0, 1), 7, 1);
+  REQUIRE(pushed.status().code() == absl::StatusCode::kFailedPrecondition);
+  REQUIRE(store.GetTable("w")->version == 0);
+  REQUIRE(PullAll(store, "w", {0, 4}) == std::vector<float>(4, 0.0f));
+}
+
+TEST_CASE("bad dense requests change nothing") {
+  ParameterStore store(0, 2);  // holds [0, 5) of 10
+  bool created = false;
+  REQUIRE(store.CreateTable(DenseSgd("w", 10), true, &created).ok());
+  REQUIRE(store.CreateTable(TableConfig::Sparse("emb", 4), true, &created).ok());
+  const std::vector<float> g(5, 1.0f);
+  std::vector<float> nan = g;
+  nan[3] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> inf = g;
+  inf[0] = -std::numeric_limits<float>::infinity();
+
+  REQUIRE(store.PushDense("nope", 0, g, Origin(0, 1), 0, 1).status().code() ==
+          absl::StatusCode::kNotFound);
+  REQUIRE(store.PushDense("w", 1, g, Origin(0, 2), 0, 1).status().code() ==
+          absl::StatusCode::kOutOfRange);  // [1, 6) leaves the shard
+  REQUIRE(store.PushDense("w", 5, g, Origin(0, 3), 0, 1).status().code() ==
+          absl::StatusCode::kOutOfRange);  // the other shard's range
+  REQUIRE(store.PushDense("w", 0, nan, Origin(0, 4), 0, 1).status().code() ==
+          absl::StatusCode::kInvalidArgument);
+  REQUIRE(store.PushDense("w", 0, inf, Origin(0, 5), 0, 1).status().code() ==
+          absl::StatusCode::kInvalidArgument);
+  REQUIRE(store.PushDense("w", 0, {}, Origin(0, 6), 0, 1).status().code() ==
+          absl::StatusCode::kInvalidArgument);
+  REQUIRE(store.PushDense("emb", 0, g, Origin(0, 7), 0, 1).status().code() ==
+          absl::StatusCode::kInvalidArgument);  // sparse table, dense call
+  REQUIRE(store.PushDense("w", 0, g, Origin(0, 8), 0, 6).status().code() ==
+          absl::StatusCode::kInvalidArgument);  // more slices than elements
+  std::vector<float> out(6);
+  REQUIRE(store.PullDense("w", 0, absl::MakeSpan(out)).status().code() ==
+          absl::StatusCode::kOutOfRange);
+
+  REQUIRE(store.nonfinite_rejections() == 2);
+  auto info = store.GetTable("w");
+  REQUIRE(info->version == 0);
+  REQUIRE(info->staleness.pushes == 0);
+  REQUIRE(PullAll(store, "w", {0, 5}) == std::vector<float>(5, 0.0f));
+}
+
+TEST_CASE("a push in slices is stamped once and advances the version once") {
+  ParameterStore store(0, 1);
+  bool created = false;
+  REQUIRE(store.CreateTable(DenseSgd("w", 6), true, &created).ok());
+  // Worker 1 moves the version to 1 first.
+  REQUIRE(store.PushDense("w", 0, std::vector<float>(6, 0.0f), Origin(1, 1), 0, 1)
+              .ok());
+  // Worker 0's push (base 0) arrives as 3 slices; worker 1 pushes between
+  // slices. All of worker 0's slices keep tau = 1, the stamp of the first.
+  const std::vector<float> g(2, 1.0f);
+  auto a = store.PushDense("w", 0, g, Origin(0, 9), 0, 3);
+  REQUIRE(a->tau == 1);
+  REQUIRE(a->new_version == 1);  // not advanced until the last slice
+  REQUIRE(store.PushDense("w", 0, std::vector<float>(6, 0.0f), Origin(1, 2), 1, 1)
+              ->new_version == 2);
+  auto b = store.PushDense("w", 4, g, Origin(0, 9), 0, 3);
+  REQUIRE(b->tau == 1);
+  REQUIRE(b->new_version == 2);
+  auto c = store.PushDense("w", 2, g, Origin(0, 9), 0, 3);
+  REQUIRE(c->tau == 1);
+  REQUIRE(c->new_version == 3);
+  REQUIRE(PullAll(store, "w", {0, 6}) == std::vector<float>(6, -1.0f));
+  REQUIRE(store.GetTable("w")->staleness.pushes == 3);
+}
+
+TEST_CASE("sparse rows are born by the deterministic initializer") {
+  ParameterStore store(0, 1);
+  bool created = false;
+  TableConfig config = TableConfig::Sparse("emb", 3);
+  config.initializer.kind = InitializerKind::kUniform;
+  config.initializer.scale = 0.1f;
+  config.initializer.seed = 42;
+  REQUIRE(store.CreateTable(config, true, &created).ok());
+  const std::vector<uint64_t> keys = {7, 123456789, 7};
+  std::vector<float> rows(9);
+  REQUIRE(store.PullSparse("emb", keys, absl::MakeSpan(rows)).ok());
+  std::vector<float> expected(3);
+  Initializer(config.initializer, "emb").FillRow(123456789, absl::MakeSpan(expected));
+  REQUIRE(std::vector<float>(rows.begin() + 3, rows.begin() + 6) == expected);
+  REQUIRE(std::vector<float>(rows.begin(), rows.begin() + 3) ==
+          std::vector<float>(rows.begin() + 6, rows.end()));
+  for (float v : rows) REQUIRE(std::abs(v) <= 0.1f);
+  REQUIRE(expected[0] != expected[1]);
+  REQUIRE(store.GetTable("emb")->sparse_rows == 2);
+}
+
+TEST_CASE("sparse push applies per row; bad sparse requests change nothing") {
+  ParameterStore store(0, 2);
+  bool created = false;
+  TableConfig config = TableConfig::Sparse("emb", 2);
+  config.optimizer.learning_rate = 1.0f;
+  REQUIRE(store.CreateTable(config, true, &created).ok());
+  std::vector<uint64_t> mine, theirs;
+  for (uint64_t k = 0; mine.size() < 3 || theirs.empty(); ++k) {
+    (SparseShardOf(k, 2) == 0 ? mine : theirs).push_back(k);
+  }
+  mine.resize(3);
+  const std::vector<float> g = {1, 2, 3, 4, 5, 6};
+  auto pushed = store.PushSparse("emb", mine, g, Origin(0, 1), 0);
+  REQUIRE(pushed.ok());
+  REQUIRE(pushed->new_version == 1);
+  std::vector<float> rows(6);
+  REQUIRE(store.PullSparse("emb", mine, absl::MakeSpan(rows)).ok());
+  REQUIRE(rows == std::vector<float>{-1, -2, -3, -4, -5, -6});
+
+  const std::vector<uint64_t> dup = {mine[0], mine[1], mine[0]};
+  REQUIRE(store.PushSparse("emb", dup, g, Origin(0, 2), 1).status().code() ==
+          absl::StatusCode::kInvalidArgument);
+  const std::vector<uint64_t> foreign = {mine[0], mine[1], theirs[0]};
+  REQUIRE(store.PushSparse("emb", foreign, g, Origin(0, 3), 1).status().code() ==
+          absl::StatusCode::kInvalidArgument);
+  REQUIRE(store.PushSparse("emb", mine, std::vector<float>(5, 1.0f),
+                           Origin(0, 4), 1)
+              .status()
+              .code() == absl::StatusCode::kInvalidArgument);
+  std::vector<float> nan = g;
+  nan[5] = std::numeric_limits<float>::quiet_NaN();
+  REQUIRE(store.PushSparse("emb", mine, nan, Origin(0, 5), 1).status().code() ==
+          absl::StatusCode::kInvalidArgument);
+  REQUIRE(store.PushSparse("emb", {}, {}, Origin(0, 6), 1).status().code() ==
+          absl::StatusCode::kInvalidArgument);
+
+  REQUIRE(store.GetTable("emb")->version == 1);
+  REQUIRE(store.GetTable("emb")->sparse_rows == 3);  // theirs[0] never created
+  REQUIRE(store.PullSparse("emb", mine, absl::MakeSpan(rows)).ok());
+  REQUIRE(rows == std::vector<float>{-1, -2, -3, -4, -5, -6});
+}
+
+}  // namespace
+}  // namespace taups
