@@ -1,0 +1,283 @@
+// The training loops (RunMlpTraining, RunCtrTraining) end to end against an
+// in-memory Client that applies updates with the server's own optimizer and
+// initializer code, so they are tested without processes or a network.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "common/initializer.h"
+#include "server/optimizer.h"
+#include "taups/client.h"
+#include "worker/trainer/cpu_math_backend.h"
+#include "worker/trainer/ctr_trainer.h"
+#include "worker/trainer/fashion_mnist.h"
+#include "worker/trainer/mlp_trainer.h"
+#include "worker/trainer/training_summary.h"
+
+namespace taups::trainer {
+namespace {
+
+// One-shard parameter store behind the Client interface. Thread-safe (one
+// mutex). Async calls complete before they return.
+class InMemoryClient final : public Client {
+ public:
+  int num_shards() const override { return 1; }
+  uint32_t worker_id() const override { return 0; }
+
+  absl::Status CreateTable(const TableConfig& config) override {
+    if (absl::Status s = config.Validate(); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tables_.find(config.name);
+    if (it != tables_.end()) {
+      return it->second.config == config
+                 ? absl::OkStatus()
+                 : absl::AlreadyExistsError("different config");
+    }
+    Table& t = tables_[config.name];
+    t.config = config;
+    t.optimizer = MakeOptimizer(config.optimizer);
+    t.init = std::make_unique<Initializer>(config.initializer, config.name);
+    if (config.kind == TableKind::kDense) {
+      t.dense.resize(config.dense_size);
+      t.init->FillDense(0, absl::MakeSpan(t.dense));
+      t.dense_state.resize(config.dense_size * t.optimizer->state_width());
+      t.optimizer->InitState(t.dense_state.data(), config.dense_size);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<TableConfig> OpenTable(std::string_view name) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tables_.find(std::string(name));
+    if (it == tables_.end()) return absl::NotFoundError("no such table");
+    return it->second.config;
+  }
+
+  absl::StatusOr<PullInfo> PullDense(std::string_view name,
+                                     absl::Span<float> values) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Table* t = Find(name);
+    if (t == nullptr || values.size() != t->dense.size()) {
+      return absl::InvalidArgumentError("bad dense pull");
+    }
+    std::copy(t->dense.begin(), t->dense.end(), values.begin());
+    return Info(*t);
+  }
+  std::future<absl::StatusOr<PullInfo>> PullDenseAsync(
+      std::string_view name, absl::Span<float> values) override {
+    return Ready(PullDense(name, values));
+  }
+
+  absl::StatusOr<PushResult> PushDense(std::string_view name,
+                                       absl::Span<const float> gradient,
+                                       const PullInfo* basis) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Table* t = Find(name);
+    if (t == nullptr || gradient.size() != t->dense.size()) {
+      return absl::InvalidArgumentError("bad dense push");
+    }
+    t->optimizer->Apply(t->dense.data(), t->dense_state.data(),
+                        gradient.data(), gradient.size(), 1.0f);
+    return Pushed(*t, basis);
+  }
+  std::future<absl::StatusOr<PushResult>> PushDenseAsync(
+      std::string_view name, absl::Span<const float> gradient,
+      const PullInfo* basis) override {
+    return Ready(PushDense(name, gradient, basis));
+  }
+
+  absl::StatusOr<PullInfo> PullSparse(std::string_view name,
+                                      absl::Span<const uint64_t> keys,
+                                      absl::Span<float> rows) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Table* t = Find(name);
+    const size_t dim = t == nullptr ? 0 : t->config.dim;
+    if (t == nullptr || rows.size() != keys.size() * dim) {
+      return absl::InvalidArgumentError("bad sparse pull");
+    }
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const Row& row = RowOf(*t, keys[i]);
+      std::copy(row.w.begin(), row.w.end(), rows.begin() + i * dim);
+    }
+    return Info(*t);
+  }
+
+  absl::StatusOr<PushResult> PushSparse(std::string_view name,
+                                        absl::Span<const uint64_t> keys,
+                                        absl::Span<const float> gradients,
+                                        const PullInfo* basis) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Table* t = Find(name);
+    const size_t dim = t == nullptr ? 0 : t->config.dim;
+    if (t == nullptr || gradients.size() != keys.size() * dim) {
+      return absl::InvalidArgumentError("bad sparse push");
+    }
+    // Duplicate keys are summed first, as the real client does.
+    std::map<uint64_t, std::vector<float>> merged;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      auto& g = merged[keys[i]];
+      g.resize(dim, 0.0f);
+      for (size_t j = 0; j < dim; ++j) g[j] += gradients[i * dim + j];
+    }
+    for (auto& [key, g] : merged) {
+      Row& row = RowOf(*t, key);
+      t->optimizer->Apply(row.w.data(), row.state.data(), g.data(), dim, 1.0f);
+    }
+    ++sparse_rows_pushed_;
+    return Pushed(*t, basis);
+  }
+
+  int64_t sparse_pushes() const { return sparse_rows_pushed_; }
+
+ private:
+  struct Row {
+    std::vector<float> w, state;
+  };
+  struct Table {
+    TableConfig config;
+    std::unique_ptr<Optimizer> optimizer;
+    std::unique_ptr<Initializer> init;
+    std::vector<float> dense, dense_state;
+    std::unordered_map<uint64_t, Row> rows;
+    uint64_t version = 0;
+  };
+
+  template <typename T>
+  static std::future<T> Ready(T value) {
+    std::promise<T> p;
+    p.set_value(std::move(value));
+    return p.get_future();
+  }
+  Table* Find(std::string_view name) {
+    auto it = tables_.find(std::string(name));
+    return it == tables_.end() ? nullptr : &it->second;
+  }
+  Row& RowOf(Table& t, uint64_t key) {
+    auto [it, fresh] = t.rows.try_emplace(key);
+    if (fresh) {
+      it->second.w.resize(t.config.dim);
+      t.init->FillRow(key, absl::MakeSpan(it->second.w));
+      it->second.state.resize(t.config.dim * t.optimizer->state_width());
+      t.optimizer->InitState(it->second.state.data(), t.config.dim);
+    }
+    return it->second;
+  }
+  static PullInfo Info(const Table& t) {
+    PullInfo info;
+    info.shard_versions = {t.version};
+    info.shard_touched = {true};
+    return info;
+  }
+  static PushResult Pushed(Table& t, const PullInfo* basis) {
+    ShardPushResult shard;
+    shard.touched = true;
+    shard.accepted = true;
+    shard.tau = basis != nullptr ? t.version - basis->shard_versions[0] : 0;
+    shard.new_version = ++t.version;
+    PushResult result;
+    result.shards = {shard};
+    return result;
+  }
+
+  std::mutex mu_;
+  std::map<std::string, Table> tables_;
+  int64_t sparse_rows_pushed_ = 0;
+};
+
+TEST_CASE("MLP training loop reaches 80% test accuracy", "[trainer][loop]") {
+  if (!LoadFashionMnist(kDefaultFashionMnistDir, DatasetSplit::kTest).ok()) {
+    WARN("SKIPPED: Fashion-MNIST not installed at " << kDefaultFashionMnistDir);
+    return;
+  }
+  InMemoryClient client;
+  CpuMathBackend cpu;
+  TrainerOptions options;
+  options.model = ModelKind::kMlp;
+  options.steps = 400;
+  options.batch_size = 64;
+  options.log_every = 100;
+  options.seed = 3;
+  auto summary = RunMlpTraining(client, cpu, options);
+  REQUIRE(summary.ok());
+  INFO(summary->ToJson());
+  CHECK(summary->steps == 400);
+  CHECK(summary->device == "cpu");
+  REQUIRE(summary->test_accuracy.has_value());
+  CHECK(*summary->test_accuracy >= 0.80);
+  CHECK(summary->final_loss < 0.8);
+  CHECK(summary->tau_max == 0);  // one worker, synchronous pull-push
+  // The table lives in the client under the documented config.
+  auto config = client.OpenTable(kMlpTableName);
+  REQUIRE(config.ok());
+  CHECK(*config == MlpTableConfig(options));
+  // A second worker with the same settings may "create" it again...
+  CHECK(client.CreateTable(MlpTableConfig(options)).ok());
+  // ...but another learning rate is refused.
+  options.learning_rate = 0.5f;
+  CHECK(absl::IsAlreadyExists(RunMlpTraining(client, cpu, options).status()));
+}
+
+TEST_CASE("CTR training loop approaches the planted model", "[trainer][loop]") {
+  InMemoryClient client;
+  CpuMathBackend cpu;
+  TrainerOptions options;
+  options.model = ModelKind::kCtr;
+  options.steps = 600;
+  options.batch_size = 256;
+  options.log_every = 200;
+  options.seed = 5;
+  options.eval_examples = 20000;
+  auto summary = RunCtrTraining(client, cpu, options);
+  REQUIRE(summary.ok());
+  INFO(summary->ToJson());
+  REQUIRE(summary->test_logloss.has_value());
+  REQUIRE(summary->planted_logloss.has_value());
+  CHECK(*summary->excess_logloss ==
+        Approx(*summary->test_logloss - *summary->planted_logloss));
+  CHECK(*summary->excess_logloss >= -0.01);  // cannot beat the truth by much
+  CHECK(*summary->excess_logloss < 0.05);
+  CHECK(*summary->auc > 0.70);
+  CHECK(*summary->auc <= *summary->planted_auc + 0.01);
+  CHECK(client.sparse_pushes() == 600);
+}
+
+TEST_CASE("Training summary JSON", "[trainer][loop]") {
+  TrainingSummary s;
+  s.model = "ctr";
+  s.worker_id = 1;
+  s.steps = 10;
+  s.device = "cpu";
+  s.final_loss = 0.5;
+  s.samples_per_sec = 1000;
+  s.tau_mean = 0.25;
+  s.tau_max = 3;
+  s.auc = 0.75;
+  s.test_logloss = std::nan("");
+  CHECK(s.ToJson() ==
+        "{\"model\":\"ctr\",\"worker_id\":1,\"steps\":10,\"device\":\"cpu\","
+        "\"test_logloss\":null,\"auc\":0.75,\"final_loss\":0.5,"
+        "\"samples_per_sec\":1000,\"tau_mean\":0.25,\"tau_max\":3,"
+        "\"rejected_pushes\":0}");
+}
+
+TEST_CASE("Trainer options validation", "[trainer][loop]") {
+  TrainerOptions o;
+  CHECK(o.Validate().ok());
+  CHECK(o.EffectiveLearningRate() == kDefaultMlpLearningRate);
+  o.model = ModelKind::kCtr;
+  CHECK(o.EffectiveLearningRate() == kDefaultCtrLearningRate);
+  o.worker_id = 1;
+  CHECK(absl::IsInvalidArgument(o.Validate()));
+  o.num_workers = 2;
+  CHECK(o.Validate().ok());
+  o.batch_size = 0;
+  CHECK(absl::IsInvalidArgument(o.Validate()));
+  CHECK(*ParseModelKind("ctr") == ModelKind::kCtr);
+  CHECK(absl::IsInvalidArgument(ParseModelKind("cnn").status()));
+}
+
+}  // namespace
+}  // namespace taups::trainer
