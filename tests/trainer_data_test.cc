@@ -169,7 +169,7 @@ TEST_CASE("Shard sampler partitions examples and reshuffles per epoch",
     auto sampler = ShardSampler::Create(kExamples, w, 3, /*seed=*/5);
     REQUIRE(sampler.ok());
     const int shard = sampler->shard_size();
-    CHECK(shard == (kExamples - w + 2) / 3);
+    CHECK(shard == (kExamples - static_cast<int>(w) + 2) / 3);
     std::vector<int> epoch0, batch;
     // One epoch in batches of 4 (the last batch spills into epoch 1).
     while (static_cast<int>(epoch0.size()) < shard) {

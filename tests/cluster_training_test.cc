@@ -1,0 +1,67 @@
+// The whole system as a user runs it: 2 ps_server processes and 2 ps_worker
+// processes on 127.0.0.1, training real models asynchronously.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "tests/process_harness.h"
+
+namespace taups::testing {
+namespace {
+
+constexpr char kFashionMnist[] = "/usr/share/datasets/fashion-mnist";
+
+struct WorkerRun {
+  int exit_code = -1;
+  std::string json;
+  std::string output;
+};
+
+// Runs `workers` ps_worker processes against `shards` and waits for them.
+std::vector<WorkerRun> RunWorkers(const TempDir& dir,
+                                  const std::vector<Shard>& shards,
+                                  int workers,
+                                  const std::vector<std::string>& args) {
+  std::vector<std::unique_ptr<Process>> processes;
+  for (int w = 0; w < workers; ++w) {
+    std::vector<std::string> argv = {
+        "--servers=" + JoinAddresses(shards), absl::StrCat("--worker_id=", w),
+        absl::StrCat("--num_workers=", workers), "--device=cpu"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    processes.push_back(std::make_unique<Process>(
+        BinDir() + "/ps_worker", argv,
+        absl::StrCat(dir.path(), "/worker", w, ".log")));
+  }
+  std::vector<WorkerRun> runs(workers);
+  for (int w = 0; w < workers; ++w) {
+    runs[w].exit_code = processes[w]->Wait(absl::Minutes(8)).value_or(-1000);
+    runs[w].output = processes[w]->Output();
+    runs[w].json = LastJsonLine(runs[w].output);
+  }
+  return runs;
+}
+
+TEST_CASE("two shards, two async workers train the Fashion-MNIST MLP to 80%") {
+  REQUIRE(std::filesystem::exists(
+      absl::StrCat(kFashionMnist, "/train-images-idx3-ubyte.gz")));
+  TempDir dir;
+  std::vector<Shard> shards = StartShards(dir.path(), 2);
+  const auto runs = RunWorkers(dir, shards, 2,
+                               {"--model=mlp", "--steps=600", "--batch_size=64",
+                                "--log_every=200", "--seed=7"});
+  for (const WorkerRun& run : runs) {
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    const auto accuracy = JsonNumber(run.json, "test_accuracy");
+    REQUIRE(accuracy.has_value());
+    CHECK(*accuracy >= 0.80);
+    // Asynchronous workers see each other's updates: the server measured
+    // staleness and sent it back.
+    REQUIRE(JsonNumber(run.json, "tau_max").has_value());
+  }
+  for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
+}
+
+}  // namespace
+}  // namespace taups::testing
