@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "ps.grpc.pb.h"
@@ -185,6 +186,71 @@ TEST_CASE("the server maps bad bytes to INVALID_ARGUMENT and changes nothing") {
   REQUIRE(info.ok());
   REQUIRE(info->shard_versions[0] == 0);
   REQUIRE(params == std::vector<float>(4, 0.0f));
+}
+
+}  // namespace
+}  // namespace taups
+
+namespace taups {
+namespace {
+
+TEST_CASE("calls retry with backoff while a shard restarts, then re-pull") {
+  Cluster cluster(1);
+  ClientOptions options;
+  options.servers = cluster.addresses;
+  options.initial_backoff = absl::Milliseconds(50);
+  options.max_attempts = 30;
+  auto client = Client::Connect(options);
+  REQUIRE(client.ok());
+  const TableConfig config = TableConfig::Dense("w", 16);
+  REQUIRE((*client)->CreateTable(config).ok());
+  std::vector<float> params(16);
+  const std::vector<float> g(16, 1.0f);
+  REQUIRE((*client)->PullDense("w", absl::MakeSpan(params)).ok());
+  REQUIRE((*client)->PushDense("w", g).ok());
+  REQUIRE((*client)->PullDense("w", absl::MakeSpan(params)).ok());  // reads v1
+
+  // The shard goes away; a new incarnation comes back on the same port
+  // while the client is retrying.
+  const int port = cluster.shards[0]->port();
+  cluster.shards[0]->Shutdown();
+  cluster.shards[0].reset();
+  absl::StatusOr<std::unique_ptr<ShardServer>> restarted;
+  std::thread restarter([&] {  // no REQUIRE here: Catch2 is single-threaded
+    absl::SleepFor(absl::Milliseconds(400));
+    ShardServerOptions shard;
+    shard.listen_address = absl::StrCat("127.0.0.1:", port);
+    shard.stats_interval = absl::ZeroDuration();
+    restarted = ShardServer::Start(shard);
+  });
+  const absl::Time start = absl::Now();
+  REQUIRE((*client)->CreateTable(config).ok());  // retried until it is back
+  restarter.join();
+  REQUIRE(restarted.ok());
+  REQUIRE(absl::Now() - start >= absl::Milliseconds(300));
+
+  // The client's last pull read version 1 of the old incarnation; the new
+  // shard is at version 0, so the push is refused until the worker re-pulls.
+  REQUIRE((*client)->PushDense("w", g).status().code() ==
+          absl::StatusCode::kFailedPrecondition);
+  REQUIRE((*client)->PullDense("w", absl::MakeSpan(params)).ok());
+  auto pushed = (*client)->PushDense("w", g);
+  REQUIRE(pushed.ok());
+  REQUIRE(pushed->shards[0].new_version == 1);
+}
+
+TEST_CASE("a call to a shard that never comes back fails with UNAVAILABLE") {
+  Cluster cluster(1);
+  ClientOptions options;
+  options.servers = cluster.addresses;
+  options.initial_backoff = absl::Milliseconds(10);
+  options.max_backoff = absl::Milliseconds(20);
+  options.max_attempts = 3;
+  auto client = Client::Connect(options);
+  REQUIRE(client.ok());
+  cluster.shards[0]->Shutdown();
+  REQUIRE((*client)->CreateTable(TableConfig::Dense("w", 4)).code() ==
+          absl::StatusCode::kUnavailable);
 }
 
 }  // namespace
