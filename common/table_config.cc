@@ -74,7 +74,51 @@ absl::Status TableConfig::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "table '", name, "': initializer scale must be finite and >= 0"));
   }
+  const ConsistencyConfig& c = consistency;
+  if (c.kind != ConsistencyKind::kAsync && c.num_workers == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", name, "': ", ConsistencyKindName(c.kind),
+        " needs consistency.num_workers (workers expected) > 0"));
+  }
+  if (!(c.quorum > 0.0f && c.quorum <= 1.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", name, "': quorum must be in (0, 1], got ", c.quorum));
+  }
+  if (!std::isfinite(c.step_timeout_s) || c.step_timeout_s < 0.0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", name, "': step timeout must be finite and >= 0"));
+  }
+  const StalenessConfig& st = staleness;
+  if (!std::isfinite(st.downweight_lambda) || st.downweight_lambda < 0.0f ||
+      !std::isfinite(st.delay_compensation_lambda) ||
+      st.delay_compensation_lambda < 0.0f) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", name, "': staleness lambdas must be finite and >= 0"));
+  }
+  if (!std::isfinite(st.clip_norm) || st.clip_norm < 0.0f) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", name, "': clip_norm must be finite and >= 0"));
+  }
+  if (st.delay_compensation && kind != TableKind::kDense) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", name, "': delay compensation is for dense tables"));
+  }
   return absl::OkStatus();
+}
+
+bool operator==(const ConsistencyConfig& a, const ConsistencyConfig& b) {
+  return a.kind == b.kind && a.num_workers == b.num_workers &&
+         a.quorum == b.quorum && a.step_timeout_s == b.step_timeout_s &&
+         a.late == b.late && a.staleness_bound == b.staleness_bound;
+}
+
+bool operator==(const StalenessConfig& a, const StalenessConfig& b) {
+  return a.reject_above_tau_max == b.reject_above_tau_max &&
+         a.tau_max == b.tau_max && a.downweight == b.downweight &&
+         a.downweight_lambda == b.downweight_lambda &&
+         a.delay_compensation == b.delay_compensation &&
+         a.delay_compensation_lambda == b.delay_compensation_lambda &&
+         a.clip_norm == b.clip_norm && a.warmup_versions == b.warmup_versions;
 }
 
 bool operator==(const OptimizerConfig& a, const OptimizerConfig& b) {
@@ -91,7 +135,7 @@ bool operator==(const TableConfig& a, const TableConfig& b) {
   return a.name == b.name && a.kind == b.kind &&
          a.dense_size == b.dense_size && a.dim == b.dim &&
          a.optimizer == b.optimizer && a.initializer == b.initializer &&
-         a.consistency == b.consistency;
+         a.consistency == b.consistency && a.staleness == b.staleness;
 }
 
 const char* TableKindName(TableKind kind) {
@@ -100,6 +144,39 @@ const char* TableKindName(TableKind kind) {
 
 const char* OptimizerKindName(OptimizerKind kind) {
   return kind == OptimizerKind::kSgd ? "sgd" : "adagrad";
+}
+
+}  // namespace taups
+
+namespace taups {
+
+const char* ConsistencyKindName(ConsistencyKind kind) {
+  switch (kind) {
+    case ConsistencyKind::kAsync: return "async";
+    case ConsistencyKind::kSync: return "sync";
+    case ConsistencyKind::kSemiSync: return "semi_sync";
+    case ConsistencyKind::kSsp: return "ssp";
+  }
+  return "?";
+}
+
+const char* LatePolicyName(LatePolicy late) {
+  switch (late) {
+    case LatePolicy::kDrop: return "drop";
+    case LatePolicy::kReuseLast: return "reuse_last";
+    case LatePolicy::kApplyLate: return "apply_late";
+  }
+  return "?";
+}
+
+const char* DownweightKindName(DownweightKind kind) {
+  switch (kind) {
+    case DownweightKind::kNone: return "none";
+    case DownweightKind::kInverse: return "inverse";
+    case DownweightKind::kInversePlusOne: return "inverse_plus_one";
+    case DownweightKind::kExponential: return "exp";
+  }
+  return "?";
 }
 
 }  // namespace taups

@@ -26,7 +26,99 @@ void ToWire(const TableConfig& config, v1::TableConfig* wire) {
   }
   init->set_scale(config.initializer.scale);
   init->set_seed(config.initializer.seed);
-  wire->set_consistency(v1::CONSISTENCY_ASYNC);
+  ToWire(config.consistency, wire->mutable_consistency());
+  ToWire(config.staleness, wire->mutable_staleness());
+}
+
+void ToWire(const ConsistencyConfig& c, v1::ConsistencyConfig* wire) {
+  switch (c.kind) {
+    case ConsistencyKind::kAsync: wire->set_kind(v1::CONSISTENCY_ASYNC); break;
+    case ConsistencyKind::kSync: wire->set_kind(v1::CONSISTENCY_SYNC); break;
+    case ConsistencyKind::kSemiSync: wire->set_kind(v1::CONSISTENCY_SEMI_SYNC); break;
+    case ConsistencyKind::kSsp: wire->set_kind(v1::CONSISTENCY_SSP); break;
+  }
+  wire->set_num_workers(c.num_workers);
+  wire->set_quorum(c.quorum);
+  wire->set_step_timeout_s(c.step_timeout_s);
+  switch (c.late) {
+    case LatePolicy::kDrop: wire->set_late(v1::LATE_DROP); break;
+    case LatePolicy::kReuseLast: wire->set_late(v1::LATE_REUSE_LAST); break;
+    case LatePolicy::kApplyLate: wire->set_late(v1::LATE_APPLY_LATE); break;
+  }
+  wire->set_staleness_bound(c.staleness_bound);
+}
+
+void ToWire(const StalenessConfig& st, v1::StalenessConfig* wire) {
+  wire->set_reject_above_tau_max(st.reject_above_tau_max);
+  wire->set_tau_max(st.tau_max);
+  switch (st.downweight) {
+    case DownweightKind::kNone: wire->set_downweight(v1::DOWNWEIGHT_NONE); break;
+    case DownweightKind::kInverse: wire->set_downweight(v1::DOWNWEIGHT_INVERSE); break;
+    case DownweightKind::kInversePlusOne:
+      wire->set_downweight(v1::DOWNWEIGHT_INVERSE_PLUS_ONE);
+      break;
+    case DownweightKind::kExponential:
+      wire->set_downweight(v1::DOWNWEIGHT_EXPONENTIAL);
+      break;
+  }
+  wire->set_downweight_lambda(st.downweight_lambda);
+  wire->set_delay_compensation(st.delay_compensation);
+  wire->set_delay_compensation_lambda(st.delay_compensation_lambda);
+  wire->set_clip_norm(st.clip_norm);
+  wire->set_warmup_versions(st.warmup_versions);
+}
+
+absl::StatusOr<ConsistencyConfig> FromWire(const v1::ConsistencyConfig& wire) {
+  ConsistencyConfig c;
+  switch (wire.kind()) {
+    case v1::CONSISTENCY_UNSPECIFIED:
+    case v1::CONSISTENCY_ASYNC: c.kind = ConsistencyKind::kAsync; break;
+    case v1::CONSISTENCY_SYNC: c.kind = ConsistencyKind::kSync; break;
+    case v1::CONSISTENCY_SEMI_SYNC: c.kind = ConsistencyKind::kSemiSync; break;
+    case v1::CONSISTENCY_SSP: c.kind = ConsistencyKind::kSsp; break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown consistency kind ", static_cast<int>(wire.kind())));
+  }
+  c.num_workers = wire.num_workers();
+  // An unset quorum (proto3 default 0) means "all live workers".
+  c.quorum = wire.quorum() == 0.0f ? 1.0f : wire.quorum();
+  c.step_timeout_s = wire.step_timeout_s();
+  switch (wire.late()) {
+    case v1::LATE_DROP: c.late = LatePolicy::kDrop; break;
+    case v1::LATE_REUSE_LAST: c.late = LatePolicy::kReuseLast; break;
+    case v1::LATE_APPLY_LATE: c.late = LatePolicy::kApplyLate; break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown late policy ", static_cast<int>(wire.late())));
+  }
+  c.staleness_bound = wire.staleness_bound();
+  return c;
+}
+
+absl::StatusOr<StalenessConfig> FromWire(const v1::StalenessConfig& wire) {
+  StalenessConfig st;
+  st.reject_above_tau_max = wire.reject_above_tau_max();
+  st.tau_max = wire.tau_max();
+  switch (wire.downweight()) {
+    case v1::DOWNWEIGHT_NONE: st.downweight = DownweightKind::kNone; break;
+    case v1::DOWNWEIGHT_INVERSE: st.downweight = DownweightKind::kInverse; break;
+    case v1::DOWNWEIGHT_INVERSE_PLUS_ONE:
+      st.downweight = DownweightKind::kInversePlusOne;
+      break;
+    case v1::DOWNWEIGHT_EXPONENTIAL:
+      st.downweight = DownweightKind::kExponential;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown down-weight function ", static_cast<int>(wire.downweight())));
+  }
+  st.downweight_lambda = wire.downweight_lambda();
+  st.delay_compensation = wire.delay_compensation();
+  st.delay_compensation_lambda = wire.delay_compensation_lambda();
+  st.clip_norm = wire.clip_norm();
+  st.warmup_versions = wire.warmup_versions();
+  return st;
 }
 
 absl::StatusOr<TableConfig> FromWire(const v1::TableConfig& wire) {
@@ -68,13 +160,12 @@ absl::StatusOr<TableConfig> FromWire(const v1::TableConfig& wire) {
   }
   config.initializer.scale = wire.initializer().scale();
   config.initializer.seed = wire.initializer().seed();
-  if (wire.consistency() != v1::CONSISTENCY_UNSPECIFIED &&
-      wire.consistency() != v1::CONSISTENCY_ASYNC) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("table '", wire.name(), "': unknown consistency ",
-                     static_cast<int>(wire.consistency())));
-  }
-  config.consistency = ConsistencyKind::kAsync;
+  absl::StatusOr<ConsistencyConfig> consistency = FromWire(wire.consistency());
+  if (!consistency.ok()) return consistency.status();
+  config.consistency = *consistency;
+  absl::StatusOr<StalenessConfig> staleness = FromWire(wire.staleness());
+  if (!staleness.ok()) return staleness.status();
+  config.staleness = *staleness;
   return config;
 }
 

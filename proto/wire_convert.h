@@ -16,6 +16,10 @@ namespace taups {
 void ToWire(const TableConfig& config, v1::TableConfig* wire);
 // INVALID_ARGUMENT for enum values this build does not know.
 absl::StatusOr<TableConfig> FromWire(const v1::TableConfig& wire);
+void ToWire(const ConsistencyConfig& config, v1::ConsistencyConfig* wire);
+absl::StatusOr<ConsistencyConfig> FromWire(const v1::ConsistencyConfig& wire);
+void ToWire(const StalenessConfig& config, v1::StalenessConfig* wire);
+absl::StatusOr<StalenessConfig> FromWire(const v1::StalenessConfig& wire);
 
 // absl and gRPC status codes share their numbering.
 grpc::Status ToGrpcStatus(const absl::Status& status);

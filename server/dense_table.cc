@@ -6,6 +6,37 @@
 #include "common/initializer.h"
 
 namespace taups {
+namespace {
+
+// Sum of gradients over this shard's range.
+class DenseStepBuffer final : public StepBuffer {
+ public:
+  explicit DenseStepBuffer(Range range) : range_(range), sum_(range.size()) {}
+  void Add(const GradientPart& part, float scale) override {
+    float* dst = sum_.data() + (part.offset - range_.begin);
+    for (size_t i = 0; i < part.values.size(); ++i) dst[i] += scale * part.values[i];
+    touched_ = true;
+  }
+  void AddBuffer(const StepBuffer& other, float scale) override {
+    const auto& o = static_cast<const DenseStepBuffer&>(other);
+    if (!o.touched_) return;
+    for (size_t i = 0; i < sum_.size(); ++i) sum_[i] += scale * o.sum_[i];
+    touched_ = true;
+  }
+  bool empty() const override { return !touched_; }
+  void Clear() override {
+    if (touched_) std::fill(sum_.begin(), sum_.end(), 0.0f);
+    touched_ = false;
+  }
+  const std::vector<float>& sum() const { return sum_; }
+
+ private:
+  const Range range_;
+  std::vector<float> sum_;
+  bool touched_ = false;
+};
+
+}  // namespace
 
 DenseTable::DenseTable(const TableConfig& config, Range range)
     : config_(config),
@@ -18,6 +49,12 @@ DenseTable::DenseTable(const TableConfig& config, Range range)
   Initializer(config.initializer, config.name)
       .FillDense(range.begin, absl::MakeSpan(values_));
   optimizer_->InitState(state_.data(), range.size());
+  SetStaleness(config.staleness);
+}
+
+void DenseTable::SetStaleness(const StalenessConfig& staleness) {
+  dc_lambda_ = staleness.delay_compensation_lambda;
+  delay_compensation_ = staleness.delay_compensation;
 }
 
 template <typename Fn>
@@ -25,34 +62,71 @@ void DenseTable::ForEachBlock(uint64_t begin, uint64_t end, Fn&& fn) const {
   while (begin < end) {
     const uint64_t block = begin / kBlockSize;
     const uint64_t stop = std::min(end, (block + 1) * kBlockSize);
-    fn(begin, stop, blocks_[block]);
+    absl::MutexLock lock(&blocks_[block].mu);
+    fn(begin, stop);
     begin = stop;
   }
 }
 
-uint64_t DenseTable::Pull(uint64_t offset, absl::Span<float> out) const {
-  const uint64_t version = clock_.version();
+void DenseTable::Pull(uint64_t offset, absl::Span<float> out, uint32_t worker) {
   const uint64_t local = offset - range_.begin;
-  ForEachBlock(local, local + out.size(),
-               [&](uint64_t b, uint64_t e, const Block& block) {
-                 absl::MutexLock lock(&block.mu);
-                 std::memcpy(out.data() + (b - local), values_.data() + b,
-                             (e - b) * sizeof(float));
-               });
-  return version;
+  float* backup = nullptr;
+  if (delay_compensation_) {
+    absl::MutexLock lock(&backup_mu_);
+    auto& slot = backups_[worker];
+    if (!slot) slot = std::make_unique<std::vector<float>>(range_.size());
+    backup = slot->data();
+  }
+  ForEachBlock(local, local + out.size(), [&](uint64_t b, uint64_t e) {
+    std::memcpy(out.data() + (b - local), values_.data() + b,
+                (e - b) * sizeof(float));
+    if (backup != nullptr) {
+      std::memcpy(backup + b, values_.data() + b, (e - b) * sizeof(float));
+    }
+  });
 }
 
-void DenseTable::Apply(uint64_t offset, absl::Span<const float> gradient,
-                       float lr_factor) {
-  const uint64_t local = offset - range_.begin;
-  ForEachBlock(local, local + gradient.size(),
-               [&](uint64_t b, uint64_t e, const Block& block) {
-                 absl::MutexLock lock(&block.mu);
-                 float* state = state_.data() + b * state_width_;
-                 optimizer_->Apply(values_.data() + b, state,
-                                   gradient.data() + (b - local), e - b,
-                                   lr_factor);
-               });
+void DenseTable::ApplyLocal(uint64_t local, absl::Span<const float> gradient,
+                            float lr_factor, const float* backup) {
+  const float lambda = dc_lambda_;
+  std::vector<float> compensated;
+  ForEachBlock(local, local + gradient.size(), [&](uint64_t b, uint64_t e) {
+    const float* g = gradient.data() + (b - local);
+    if (backup != nullptr) {
+      // DC-ASGD: g + lambda * g * g * (theta_now - theta_pulled)
+      compensated.resize(e - b);
+      for (uint64_t i = b; i < e; ++i) {
+        const float gi = g[i - b];
+        compensated[i - b] = gi + lambda * gi * gi * (values_[i] - backup[i]);
+      }
+      g = compensated.data();
+    }
+    optimizer_->Apply(values_.data() + b, state_.data() + b * state_width_, g,
+                      e - b, lr_factor);
+  });
+}
+
+void DenseTable::Apply(const GradientPart& part, float lr_factor,
+                       uint32_t worker) {
+  const float* backup = nullptr;
+  if (delay_compensation_) {
+    absl::MutexLock lock(&backup_mu_);
+    auto it = backups_.find(worker);
+    if (it != backups_.end()) backup = it->second->data();
+  }
+  ApplyLocal(part.offset - range_.begin, part.values, lr_factor, backup);
+}
+
+std::unique_ptr<StepBuffer> DenseTable::NewBuffer() const {
+  return std::make_unique<DenseStepBuffer>(range_);
+}
+
+void DenseTable::ApplyBuffer(const StepBuffer& buffer, float scale,
+                             float lr_factor) {
+  if (buffer.empty()) return;
+  std::vector<float> mean = static_cast<const DenseStepBuffer&>(buffer).sum();
+  for (float& v : mean) v *= scale;
+  ApplyLocal(0, mean, lr_factor, nullptr);
 }
 
 }  // namespace taups

@@ -1,73 +1,84 @@
 // One shard's part of a dense table: the float range [range.begin, range.end)
-// of a flat tensor, its optimizer state and its version clock.
+// of a flat tensor and its optimizer state.
 //
 // Thread-safe. The range is cut into fixed blocks, each with its own mutex, so
 // pulls and pushes that touch different blocks run in parallel and concurrent
 // slices of one large push never wait on each other. A pull sees each block
 // atomically; across blocks it may mix in a push that is being applied (the
-// usual asynchronous-SGD read), and reports the version read before copying.
+// usual asynchronous-SGD read).
 //
-// Callers validate requests (ranges, sizes, finite values) before calling;
-// methods here assume valid input (see TableRegistry).
+// Delay compensation (DC-ASGD) keeps, per worker, a copy of what that worker
+// last pulled from this shard: memory grows by range.size() floats for every
+// worker that pulls a DC table.
 #ifndef TAUPS_SERVER_DENSE_TABLE_H_
 #define TAUPS_SERVER_DENSE_TABLE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "absl/status/statusor.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/shard_map.h"
 #include "server/optimizer.h"
-#include "server/version_clock.h"
+#include "server/table.h"
 #include "taups/table_config.h"
 
 namespace taups {
 
-class DenseTable {
+class DenseTable final : public Table {
  public:
   // Elements per lock block.
   static constexpr uint64_t kBlockSize = 64 * 1024;
 
   DenseTable(const TableConfig& config, Range range);
-  DenseTable(const DenseTable&) = delete;
-  DenseTable& operator=(const DenseTable&) = delete;
 
-  const TableConfig& config() const { return config_; }
+  const TableConfig& config() const override { return config_; }
   Range range() const { return range_; }
-  VersionClock& clock() { return clock_; }
-  const VersionClock& clock() const { return clock_; }
 
-  // Copies [offset, offset + out.size()) (global offsets, inside range()) and
-  // returns the version read.
-  uint64_t Pull(uint64_t offset, absl::Span<float> out) const;
+  // Copies [offset, offset + out.size()) (global offsets, inside range()).
+  // Remembers the copy for `worker` when the table uses delay compensation.
+  void Pull(uint64_t offset, absl::Span<float> out, uint32_t worker);
 
-  // Applies `gradient` to [offset, offset + gradient.size()) with the
-  // learning rate scaled by lr_factor.
-  void Apply(uint64_t offset, absl::Span<const float> gradient,
-             float lr_factor);
+  void Apply(const GradientPart& part, float lr_factor,
+             uint32_t worker) override;
+  std::unique_ptr<StepBuffer> NewBuffer() const override;
+  void ApplyBuffer(const StepBuffer& buffer, float scale,
+                   float lr_factor) override;
+
+  // Delay compensation on/off and its lambda.
+  void SetStaleness(const StalenessConfig& staleness) override;
 
  private:
   struct Block {
     mutable absl::Mutex mu;
   };
   // Calls fn(local_begin, local_end, block) for each block overlapping the
-  // local element range [begin, end).
+  // local element range [begin, end), holding the block's lock.
   template <typename Fn>
   void ForEachBlock(uint64_t begin, uint64_t end, Fn&& fn) const;
+  void ApplyLocal(uint64_t local, absl::Span<const float> gradient,
+                  float lr_factor, const float* backup);
 
-  const TableConfig config_;
+  TableConfig config_;
   const Range range_;
   const std::unique_ptr<Optimizer> optimizer_;
   const int state_width_;
   std::unique_ptr<Block[]> blocks_;
-  // values_[i] is global element range_.begin + i; guarded by blocks_[i / kBlockSize].mu.
+  // values_[i] is global element range_.begin + i; guarded by
+  // blocks_[i / kBlockSize].mu, as is state_[i * state_width_ + k].
   std::vector<float> values_;
-  // state_[i * state_width_ + k]: optimizer slot k of element i; same guard.
   std::vector<float> state_;
-  VersionClock clock_;
+
+  absl::Mutex backup_mu_;  // guards the map, not the vectors' contents
+  // worker -> its last pull (delay compensation only); element i guarded by
+  // blocks_[i / kBlockSize].mu like values_.
+  absl::flat_hash_map<uint32_t, std::unique_ptr<std::vector<float>>> backups_
+      ABSL_GUARDED_BY(backup_mu_);
+  std::atomic<bool> delay_compensation_{false};
+  std::atomic<float> dc_lambda_{0.0f};
 };
 
 }  // namespace taups

@@ -1,5 +1,7 @@
 #include "server/grpc_service.h"
 
+#include <cmath>
+#include <map>
 #include <vector>
 
 #include "common/aligned_view.h"
@@ -16,10 +18,50 @@ void InfoToWire(const TableInfo& info, v1::TableInfo* wire) {
   wire->set_range_end(info.range.end);
   wire->set_version(info.version);
   wire->set_sparse_rows(info.sparse_rows);
+  wire->set_open_step(info.open_step);
 }
 
 PushOrigin OriginFromWire(const v1::PushOrigin& wire) {
   return PushOrigin{wire.worker_id(), wire.worker_incarnation(), wire.seq()};
+}
+
+template <typename Request>
+PushMeta MetaFromWire(const Request& request, uint32_t slices) {
+  PushMeta meta;
+  meta.origin = OriginFromWire(request.origin());
+  meta.base_version = request.base_version();
+  meta.clock = request.clock();
+  meta.slices = slices == 0 ? 1 : slices;
+  meta.push_norm_sq = request.push_norm_sq();
+  return meta;
+}
+
+// Pulls that wait for their policy wait at most until the call's deadline.
+PullContext PullContextOf(const grpc::ServerContext& context, uint32_t worker,
+                          uint64_t clock) {
+  PullContext ctx;
+  ctx.worker = worker;
+  ctx.clock = clock;
+  ctx.deadline = absl::FromChrono(context.deadline());
+  return ctx;
+}
+
+void DistributionToWire(const Histogram& h, v1::Distribution* wire) {
+  wire->set_count(h.count());
+  wire->set_mean(h.mean());
+  wire->set_p50(h.Percentile(0.5));
+  wire->set_p99(h.Percentile(0.99));
+  wire->set_max(h.max());
+  // Only buckets up to the last non-empty one, to keep responses small.
+  size_t last = 0;
+  for (size_t i = 0; i < h.counts().size(); ++i) {
+    if (h.counts()[i] != 0) last = i + 1;
+  }
+  for (size_t i = 0; i < last; ++i) {
+    wire->add_bucket_bounds(i < h.bounds().size() ? h.bounds()[i]
+                                                  : h.max());
+    wire->add_bucket_counts(h.counts()[i]);
+  }
 }
 
 void OutcomeToWire(const PushOutcome& outcome, uint64_t incarnation,
@@ -70,7 +112,7 @@ grpc::Status ParameterServerService::GetTable(grpc::ServerContext*,
 }
 
 grpc::Status ParameterServerService::PullDense(
-    grpc::ServerContext*, const v1::PullDenseRequest* request,
+    grpc::ServerContext* context, const v1::PullDenseRequest* request,
     v1::PullDenseResponse* response) {
   if (request->count() == 0 || request->count() > kMaxDenseTableSize) {
     return ToGrpcStatus(absl::InvalidArgumentError(
@@ -89,10 +131,15 @@ grpc::Status ParameterServerService::PullDense(
   }
   absl::Span<float> out =
       ResizeFloats(response->mutable_values(), request->count());
-  absl::StatusOr<uint64_t> version =
-      store_->PullDense(request->table(), request->offset(), out);
-  if (!version.ok()) return ToGrpcStatus(version.status());
-  response->set_version(*version);
+  absl::StatusOr<PullResult> pulled = store_->PullDense(
+      request->table(), request->offset(), out,
+      PullContextOf(*context, request->worker_id(), request->clock()));
+  if (!pulled.ok()) {
+    response->clear_values();
+    return ToGrpcStatus(pulled.status());
+  }
+  response->set_version(pulled->version);
+  response->set_step(pulled->step);
   response->set_server_incarnation(incarnation_);
   return grpc::Status::OK;
 }
@@ -106,15 +153,14 @@ grpc::Status ParameterServerService::PushDense(
   if (!gradient.ok()) return ToGrpcStatus(gradient.status());
   absl::StatusOr<PushOutcome> outcome = store_->PushDense(
       request->table(), request->offset(), *gradient,
-      OriginFromWire(request->origin()), request->base_version(),
-      request->slices_in_push());
+      MetaFromWire(*request, request->slices_in_push()));
   if (!outcome.ok()) return ToGrpcStatus(outcome.status());
   OutcomeToWire(*outcome, incarnation_, response);
   return grpc::Status::OK;
 }
 
 grpc::Status ParameterServerService::PullSparse(
-    grpc::ServerContext*, const v1::PullSparseRequest* request,
+    grpc::ServerContext* context, const v1::PullSparseRequest* request,
     v1::PullSparseResponse* response) {
   std::vector<uint64_t> scratch;
   absl::StatusOr<absl::Span<const uint64_t>> keys =
@@ -128,13 +174,15 @@ grpc::Status ParameterServerService::PullSparse(
   }
   absl::Span<float> out = ResizeFloats(response->mutable_values(),
                                        keys->size() * info->config.dim);
-  absl::StatusOr<uint64_t> version =
-      store_->PullSparse(request->table(), *keys, out);
-  if (!version.ok()) {
+  absl::StatusOr<PullResult> pulled = store_->PullSparse(
+      request->table(), *keys, out,
+      PullContextOf(*context, request->worker_id(), request->clock()));
+  if (!pulled.ok()) {
     response->clear_values();
-    return ToGrpcStatus(version.status());
+    return ToGrpcStatus(pulled.status());
   }
-  response->set_version(*version);
+  response->set_version(pulled->version);
+  response->set_step(pulled->step);
   response->set_server_incarnation(incarnation_);
   return grpc::Status::OK;
 }
@@ -151,10 +199,112 @@ grpc::Status ParameterServerService::PushSparse(
       request->gradients(), &gradient_scratch, "PushSparse gradients");
   if (!gradients.ok()) return ToGrpcStatus(gradients.status());
   absl::StatusOr<PushOutcome> outcome = store_->PushSparse(
-      request->table(), *keys, *gradients, OriginFromWire(request->origin()),
-      request->base_version());
+      request->table(), *keys, *gradients, MetaFromWire(*request, 1));
   if (!outcome.ok()) return ToGrpcStatus(outcome.status());
   OutcomeToWire(*outcome, incarnation_, response);
+  return grpc::Status::OK;
+}
+
+grpc::Status ParameterServerService::Register(grpc::ServerContext*,
+                                              const v1::RegisterRequest* request,
+                                              v1::RegisterResponse* response) {
+  if (!std::isfinite(request->lease_s()) || request->lease_s() < 0 ||
+      request->lease_s() > 3600) {
+    return ToGrpcStatus(absl::InvalidArgumentError(
+        "Register: lease_s must be in [0, 3600] (0 = server default)"));
+  }
+  const Registration registration =
+      store_->Register(request->worker_id(), request->worker_incarnation(),
+                       absl::Seconds(request->lease_s()));
+  response->set_lease_s(absl::ToDoubleSeconds(registration.lease));
+  response->set_heartbeat_every_s(
+      absl::ToDoubleSeconds(registration.heartbeat_every));
+  response->set_server_incarnation(incarnation_);
+  for (const auto& [table, clock] : registration.start_clock) {
+    (*response->mutable_start_clock())[table] = clock;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ParameterServerService::Heartbeat(
+    grpc::ServerContext*, const v1::HeartbeatRequest* request,
+    v1::HeartbeatResponse* response) {
+  response->set_known(store_->Heartbeat(request->worker_id(),
+                                        request->worker_incarnation()));
+  response->set_server_incarnation(incarnation_);
+  return grpc::Status::OK;
+}
+
+grpc::Status ParameterServerService::SetConsistency(
+    grpc::ServerContext*, const v1::SetConsistencyRequest* request,
+    v1::SetConsistencyResponse* response) {
+  absl::StatusOr<ConsistencyConfig> consistency =
+      FromWire(request->consistency());
+  if (!consistency.ok()) return ToGrpcStatus(consistency.status());
+  absl::StatusOr<StalenessConfig> staleness = FromWire(request->staleness());
+  if (!staleness.ok()) return ToGrpcStatus(staleness.status());
+  absl::StatusOr<TableInfo> info =
+      store_->SetConsistency(request->table(), *consistency, *staleness);
+  if (!info.ok()) return ToGrpcStatus(info.status());
+  InfoToWire(*info, response->mutable_info());
+  return grpc::Status::OK;
+}
+
+grpc::Status ParameterServerService::Stats(grpc::ServerContext*,
+                                           const v1::StatsRequest* request,
+                                           v1::StatsResponse* response) {
+  if (!request->table().empty()) {
+    absl::StatusOr<TableInfo> exists = store_->GetTable(request->table());
+    if (!exists.ok()) return ToGrpcStatus(exists.status());
+  }
+  const StoreStats stats = store_->Stats(request->table());
+  const absl::Time now = absl::Now();
+  response->set_shard_index(stats.shard_index);
+  response->set_server_incarnation(incarnation_);
+  response->set_lease_expirations(stats.lease_expirations);
+  std::map<uint32_t, const WorkerStatus*> members;
+  for (const WorkerStatus& w : stats.workers) {
+    members[w.worker_id] = &w;
+    if (w.live) {
+      response->set_live_workers(response->live_workers() + 1);
+    } else {
+      response->set_dead_workers(response->dead_workers() + 1);
+    }
+  }
+  for (const auto& [info, table] : stats.tables) {
+    v1::TableStats* t = response->add_tables();
+    InfoToWire(info, t->mutable_info());
+    DistributionToWire(table.tau, t->mutable_tau());
+    t->set_pushes(table.pushes);
+    t->set_rejected(table.rejected);
+    t->set_downweighted(table.downweighted);
+    t->set_nonfinite_rejected(stats.nonfinite_rejections);
+    t->set_late_pushes(table.late);
+    t->set_steps_closed(table.steps_closed);
+    t->set_quorum_closes(table.quorum_closes);
+    t->set_timeout_closes(table.timeout_closes);
+    DistributionToWire(table.step_wait_s, t->mutable_step_wait_s());
+    t->set_last_straggler(table.last_straggler < 0
+                              ? 0
+                              : static_cast<uint32_t>(table.last_straggler));
+    t->set_has_straggler(table.last_straggler >= 0);
+    for (const auto& [id, w] : table.workers) {
+      v1::WorkerStats* ws = t->add_workers();
+      ws->set_worker_id(id);
+      auto member = members.find(id);
+      if (member != members.end()) {
+        ws->set_live(member->second->live);
+        ws->set_last_seen_age_s(
+            absl::ToDoubleSeconds(now - member->second->last_seen));
+      }
+      ws->set_clock(w.clock);
+      DistributionToWire(w.tau, ws->mutable_tau());
+      ws->set_rejected(w.rejected);
+      ws->set_downweighted(w.downweighted);
+      ws->set_steps_closed_last(w.closed_steps_as_last);
+      ws->set_missed_steps(w.missed_steps);
+    }
+  }
   return grpc::Status::OK;
 }
 

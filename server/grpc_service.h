@@ -30,6 +30,15 @@ class ParameterServerService final : public v1::ParameterServer::Service {
                           v1::PullSparseResponse*) override;
   grpc::Status PushSparse(grpc::ServerContext*, const v1::PushSparseRequest*,
                           v1::PushResponse*) override;
+  grpc::Status Register(grpc::ServerContext*, const v1::RegisterRequest*,
+                        v1::RegisterResponse*) override;
+  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*,
+                         v1::HeartbeatResponse*) override;
+  grpc::Status SetConsistency(grpc::ServerContext*,
+                              const v1::SetConsistencyRequest*,
+                              v1::SetConsistencyResponse*) override;
+  grpc::Status Stats(grpc::ServerContext*, const v1::StatsRequest*,
+                     v1::StatsResponse*) override;
 
  private:
   ParameterStore* const store_;

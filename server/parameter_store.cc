@@ -2,45 +2,54 @@
 
 #include <cmath>
 
-#include "absl/strings/string_view.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace taups {
 
-ParameterStore::ParameterStore(uint32_t shard_index, uint32_t num_shards)
-    : shard_index_(shard_index), num_shards_(num_shards) {}
+ParameterStore::ParameterStore(uint32_t shard_index, uint32_t num_shards,
+                               const Clock* clock,
+                               absl::Duration default_lease)
+    : shard_index_(shard_index),
+      num_shards_(num_shards),
+      clock_(clock),
+      membership_(clock, default_lease) {}
 
 absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& config,
                                                       bool exist_ok,
                                                       bool* created) {
   RETURN_IF_ERROR(config.Validate());
   *created = false;
-  absl::MutexLock lock(&mu_);
-  auto it = tables_.find(config.name);
-  if (it != tables_.end()) {
-    const TableConfig& existing = it->second->dense
-                                      ? it->second->dense->config()
-                                      : it->second->sparse->config();
-    if (exist_ok && existing == config) return InfoOf(*it->second);
-    return absl::AlreadyExistsError(absl::StrCat(
-        "table '", config.name, "' already exists",
-        existing == config ? "" : " with a different configuration"));
-  }
-  auto entry = std::make_shared<Entry>();
-  if (config.kind == TableKind::kDense) {
-    if (config.dense_size < num_shards_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dense table '", config.name, "' of ", config.dense_size,
-          " elements is smaller than the ", num_shards_, " shards"));
+  std::shared_ptr<Entry> entry;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = tables_.find(config.name);
+    if (it != tables_.end()) {
+      const TableConfig existing = InfoOf(*it->second).config;
+      if (exist_ok && existing == config) return InfoOf(*it->second);
+      return absl::AlreadyExistsError(absl::StrCat(
+          "table '", config.name, "' already exists",
+          existing == config ? "" : " with a different configuration"));
     }
-    entry->dense = std::make_unique<DenseTable>(
-        config, DenseShardRange(config.dense_size, num_shards_, shard_index_));
-  } else {
-    entry->sparse = std::make_unique<SparseTable>(config);
+    entry = std::make_shared<Entry>();
+    if (config.kind == TableKind::kDense) {
+      if (config.dense_size < num_shards_) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "dense table '", config.name, "' of ", config.dense_size,
+            " elements is smaller than the ", num_shards_, " shards"));
+      }
+      entry->dense = std::make_unique<DenseTable>(
+          config, DenseShardRange(config.dense_size, num_shards_, shard_index_));
+    } else {
+      entry->sparse = std::make_unique<SparseTable>(config);
+    }
+    entry->controller =
+        std::make_unique<ConsistencyController>(entry->table(), clock_);
+    entry->controller->SetLiveWorkers(membership_.LiveWorkers(),
+                                      membership_.ever_registered());
+    tables_.emplace(config.name, entry);
   }
-  tables_.emplace(config.name, entry);
   *created = true;
   return InfoOf(*entry);
 }
@@ -50,14 +59,17 @@ absl::StatusOr<TableInfo> ParameterStore::GetTable(absl::string_view name) const
   return InfoOf(*entry);
 }
 
-std::vector<TableInfo> ParameterStore::ListTables() const {
+std::vector<std::shared_ptr<ParameterStore::Entry>> ParameterStore::Entries()
+    const {
   std::vector<std::shared_ptr<Entry>> entries;
-  {
-    absl::ReaderMutexLock lock(&mu_);
-    for (const auto& [name, entry] : tables_) entries.push_back(entry);
-  }
+  absl::ReaderMutexLock lock(&mu_);
+  for (const auto& [name, entry] : tables_) entries.push_back(entry);
+  return entries;
+}
+
+std::vector<TableInfo> ParameterStore::ListTables() const {
   std::vector<TableInfo> infos;
-  for (const auto& entry : entries) infos.push_back(InfoOf(*entry));
+  for (const auto& entry : Entries()) infos.push_back(InfoOf(*entry));
   return infos;
 }
 
@@ -65,18 +77,29 @@ TableInfo ParameterStore::InfoOf(const Entry& entry) const {
   TableInfo info;
   info.shard_index = shard_index_;
   info.num_shards = num_shards_;
+  info.config = entry.table()->config();
+  info.config.consistency = entry.controller->consistency();
+  info.config.staleness = entry.controller->staleness();
+  info.version = entry.controller->version();
+  info.open_step = entry.controller->open_step();
   if (entry.dense) {
-    info.config = entry.dense->config();
     info.range = entry.dense->range();
-    info.version = entry.dense->clock().version();
-    info.staleness = entry.dense->clock().stats();
   } else {
-    info.config = entry.sparse->config();
-    info.version = entry.sparse->clock().version();
-    info.staleness = entry.sparse->clock().stats();
     info.sparse_rows = entry.sparse->num_rows();
   }
   return info;
+}
+
+absl::StatusOr<TableInfo> ParameterStore::SetConsistency(
+    absl::string_view name, const ConsistencyConfig& consistency,
+    const StalenessConfig& staleness) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, Find(name));
+  TableConfig proposed = entry->table()->config();
+  proposed.consistency = consistency;
+  proposed.staleness = staleness;
+  RETURN_IF_ERROR(proposed.Validate());
+  RETURN_IF_ERROR(entry->controller->SetConfig(consistency, staleness));
+  return InfoOf(*entry);
 }
 
 absl::StatusOr<std::shared_ptr<ParameterStore::Entry>> ParameterStore::Find(
@@ -90,24 +113,15 @@ absl::StatusOr<std::shared_ptr<ParameterStore::Entry>> ParameterStore::Find(
   return it->second;
 }
 
-absl::StatusOr<DenseTable*> ParameterStore::FindDense(
-    absl::string_view name, std::shared_ptr<Entry>* hold) const {
-  ASSIGN_OR_RETURN(*hold, Find(name));
-  if (!(*hold)->dense) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("table '", name, "' is sparse; use the sparse calls"));
+absl::StatusOr<std::shared_ptr<ParameterStore::Entry>> ParameterStore::FindKind(
+    absl::string_view name, TableKind kind) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, Find(name));
+  if (entry->table()->config().kind != kind) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", name, "' is ", TableKindName(entry->table()->config().kind),
+        "; use the ", TableKindName(entry->table()->config().kind), " calls"));
   }
-  return (*hold)->dense.get();
-}
-
-absl::StatusOr<SparseTable*> ParameterStore::FindSparse(
-    absl::string_view name, std::shared_ptr<Entry>* hold) const {
-  ASSIGN_OR_RETURN(*hold, Find(name));
-  if (!(*hold)->sparse) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("table '", name, "' is dense; use the dense calls"));
-  }
-  return (*hold)->sparse.get();
+  return entry;
 }
 
 namespace {
@@ -123,6 +137,20 @@ absl::Status CheckDenseRange(const DenseTable& table, uint64_t offset,
         "table '", table.config().name, "': elements [", offset, ", +", count,
         ") are not all on shard ", shard, ", which holds [",
         table.range().begin, ", ", table.range().end, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPushMeta(const PushMeta& meta, uint64_t max_slices,
+                           absl::string_view table) {
+  if (meta.slices == 0 || meta.slices > max_slices) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", table, "': ", meta.slices, " slices for a push of at most ",
+        max_slices, " elements on this shard"));
+  }
+  if (!std::isfinite(meta.push_norm_sq) || meta.push_norm_sq < 0.0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", table, "': push_norm_sq must be finite and >= 0"));
   }
   return absl::OkStatus();
 }
@@ -175,71 +203,136 @@ absl::Status ParameterStore::CheckSparseKeys(const SparseTable& table,
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint64_t> ParameterStore::PullDense(absl::string_view table,
-                                                   uint64_t offset,
-                                                   absl::Span<float> out) const {
-  std::shared_ptr<Entry> hold;
-  ASSIGN_OR_RETURN(DenseTable * dense, FindDense(table, &hold));
-  RETURN_IF_ERROR(CheckDenseRange(*dense, offset, out.size(), shard_index_));
-  return dense->Pull(offset, out);
+absl::Status ParameterStore::AwaitPull(Entry& entry, const PullContext& ctx) {
+  if (entry.controller->PullReady(ctx.worker, ctx.clock)) {
+    return absl::OkStatus();
+  }
+  return entry.controller->AwaitPullReady(ctx.worker, ctx.clock, ctx.deadline);
+}
+
+absl::StatusOr<bool> ParameterStore::PullReady(absl::string_view table,
+                                               const PullContext& ctx) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, Find(table));
+  return entry->controller->PullReady(ctx.worker, ctx.clock);
+}
+
+absl::StatusOr<PullResult> ParameterStore::PullDense(absl::string_view table,
+                                                     uint64_t offset,
+                                                     absl::Span<float> out,
+                                                     const PullContext& ctx) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                   FindKind(table, TableKind::kDense));
+  RETURN_IF_ERROR(CheckDenseRange(*entry->dense, offset, out.size(), shard_index_));
+  RETURN_IF_ERROR(AwaitPull(*entry, ctx));
+  PullResult result;
+  result.version = entry->controller->version();
+  result.step = entry->controller->open_step();
+  entry->dense->Pull(offset, out, ctx.worker);
+  return result;
 }
 
 absl::StatusOr<PushOutcome> ParameterStore::PushDense(
     absl::string_view table, uint64_t offset, absl::Span<const float> gradient,
-    const PushOrigin& origin, uint64_t base_version, uint32_t slices_in_push) {
-  std::shared_ptr<Entry> hold;
-  ASSIGN_OR_RETURN(DenseTable * dense, FindDense(table, &hold));
+    const PushMeta& meta) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                   FindKind(table, TableKind::kDense));
   RETURN_IF_ERROR(
-      CheckDenseRange(*dense, offset, gradient.size(), shard_index_));
-  const uint32_t slices = slices_in_push == 0 ? 1 : slices_in_push;
-  // A push cannot have more slices than elements per shard.
-  if (slices > dense->range().size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "table '", table, "': ", slices, " slices for a shard range of ",
-        dense->range().size(), " elements"));
-  }
+      CheckDenseRange(*entry->dense, offset, gradient.size(), shard_index_));
+  RETURN_IF_ERROR(CheckPushMeta(meta, entry->dense->range().size(), table));
   RETURN_IF_ERROR(CheckFinite(table, gradient));
-  ASSIGN_OR_RETURN(PushOutcome outcome,
-                   dense->clock().StampSlice(origin, base_version, slices));
-  if (!outcome.accepted) return outcome;
-  dense->Apply(offset, gradient, outcome.lr_factor);
-  outcome.new_version = dense->clock().FinishSlice(origin, slices);
-  return outcome;
+  PushArgs args;
+  args.origin = meta.origin;
+  args.base_version = meta.base_version;
+  args.clock = meta.clock;
+  args.slices = meta.slices;
+  args.push_norm_sq = meta.push_norm_sq;
+  args.part.offset = offset;
+  args.part.values = gradient;
+  return entry->controller->Push(args);
 }
 
-absl::StatusOr<uint64_t> ParameterStore::PullSparse(
+absl::StatusOr<PullResult> ParameterStore::PullSparse(
     absl::string_view table, absl::Span<const uint64_t> keys,
-    absl::Span<float> out) {
-  std::shared_ptr<Entry> hold;
-  ASSIGN_OR_RETURN(SparseTable * sparse, FindSparse(table, &hold));
-  RETURN_IF_ERROR(CheckSparseKeys(*sparse, keys, /*require_unique=*/false));
-  if (out.size() != keys.size() * sparse->dim()) {
+    absl::Span<float> out, const PullContext& ctx) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                   FindKind(table, TableKind::kSparse));
+  RETURN_IF_ERROR(CheckSparseKeys(*entry->sparse, keys, /*require_unique=*/false));
+  if (out.size() != keys.size() * entry->sparse->dim()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "table '", table, "': output holds ", out.size(), " floats, need ",
-        keys.size(), " x ", sparse->dim()));
+        keys.size(), " x ", entry->sparse->dim()));
   }
-  return sparse->Pull(keys, out);
+  RETURN_IF_ERROR(AwaitPull(*entry, ctx));
+  PullResult result;
+  result.version = entry->controller->version();
+  result.step = entry->controller->open_step();
+  entry->sparse->Pull(keys, out);
+  return result;
 }
 
 absl::StatusOr<PushOutcome> ParameterStore::PushSparse(
     absl::string_view table, absl::Span<const uint64_t> keys,
-    absl::Span<const float> gradients, const PushOrigin& origin,
-    uint64_t base_version) {
-  std::shared_ptr<Entry> hold;
-  ASSIGN_OR_RETURN(SparseTable * sparse, FindSparse(table, &hold));
-  RETURN_IF_ERROR(CheckSparseKeys(*sparse, keys, /*require_unique=*/true));
-  if (gradients.size() != keys.size() * sparse->dim()) {
+    absl::Span<const float> gradients, const PushMeta& meta) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                   FindKind(table, TableKind::kSparse));
+  RETURN_IF_ERROR(CheckSparseKeys(*entry->sparse, keys, /*require_unique=*/true));
+  if (gradients.size() != keys.size() * entry->sparse->dim()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "table '", table, "': ", gradients.size(), " gradient floats for ",
-        keys.size(), " keys of dim ", sparse->dim()));
+        keys.size(), " keys of dim ", entry->sparse->dim()));
   }
+  RETURN_IF_ERROR(CheckPushMeta(meta, 1, table));
   RETURN_IF_ERROR(CheckFinite(table, gradients));
-  ASSIGN_OR_RETURN(PushOutcome outcome,
-                   sparse->clock().StampSlice(origin, base_version, 1));
-  if (!outcome.accepted) return outcome;
-  sparse->Apply(keys, gradients, outcome.lr_factor);
-  outcome.new_version = sparse->clock().FinishSlice(origin, 1);
-  return outcome;
+  PushArgs args;
+  args.origin = meta.origin;
+  args.base_version = meta.base_version;
+  args.clock = meta.clock;
+  args.slices = 1;
+  args.push_norm_sq = meta.push_norm_sq;
+  args.part.keys = keys;
+  args.part.values = gradients;
+  return entry->controller->Push(args);
+}
+
+void ParameterStore::PublishMembership() {
+  const std::vector<uint32_t> live = membership_.LiveWorkers();
+  const size_t ever = membership_.ever_registered();
+  for (const auto& entry : Entries()) entry->controller->SetLiveWorkers(live, ever);
+}
+
+Registration ParameterStore::Register(uint32_t worker, uint64_t incarnation,
+                                      absl::Duration lease) {
+  Registration result;
+  result.lease = membership_.Register(worker, incarnation, lease).lease;
+  result.heartbeat_every = result.lease / 4;
+  PublishMembership();
+  absl::ReaderMutexLock lock(&mu_);
+  for (const auto& [name, entry] : tables_) {
+    result.start_clock[name] = entry->controller->JoinClock(worker);
+  }
+  return result;
+}
+
+bool ParameterStore::Heartbeat(uint32_t worker, uint64_t incarnation) {
+  return membership_.Heartbeat(worker, incarnation);
+}
+
+void ParameterStore::Tick() {
+  if (!membership_.Expire().empty()) PublishMembership();
+  for (const auto& entry : Entries()) entry->controller->Tick();
+}
+
+StoreStats ParameterStore::Stats(absl::string_view table) const {
+  StoreStats stats;
+  stats.shard_index = shard_index_;
+  stats.workers = membership_.Workers();
+  stats.lease_expirations = membership_.lease_expirations();
+  stats.nonfinite_rejections = nonfinite_rejections_.load();
+  for (const auto& entry : Entries()) {
+    if (!table.empty() && entry->table()->config().name != table) continue;
+    stats.tables.emplace_back(InfoOf(*entry), entry->controller->Stats());
+  }
+  return stats;
 }
 
 }  // namespace taups

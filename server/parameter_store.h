@@ -1,32 +1,38 @@
-// ParameterStore: everything one ps_server shard holds — its tables, their
-// clocks and optimizers — behind a network-free API. The gRPC service is a
-// thin adapter over this class; tests drive it directly.
+// ParameterStore: everything one ps_server shard holds — its tables with
+// their clocks, consistency policies and optimizers, and the membership of
+// workers — behind a network-free API. The gRPC service is a thin adapter
+// over this class; tests and the simulation harness drive it directly.
 //
 // Every method validates its request completely before changing anything:
-// an unknown table is NOT_FOUND, a range outside this shard or a size
-// mismatch is INVALID_ARGUMENT (OUT_OF_RANGE for ranges), a NaN/Inf gradient
-// is INVALID_ARGUMENT and is counted; none of them touches a table.
+// an unknown table is NOT_FOUND, a range outside this shard is OUT_OF_RANGE,
+// a size mismatch or a NaN/Inf gradient is INVALID_ARGUMENT (and counted);
+// none of them touches a table.
 //
 // Thread-safe. The table directory is behind a reader/writer mutex taken
-// briefly to find a table; the data path then runs on the table's own
-// fine-grained locks (see DenseTable, SparseTable). No lock is global to the
-// data path.
+// briefly to find a table; the data path then runs on the table's own locks
+// (see DenseTable, SparseTable, ConsistencyController). No lock is global to
+// the data path.
 #ifndef TAUPS_SERVER_PARAMETER_STORE_H_
 #define TAUPS_SERVER_PARAMETER_STORE_H_
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/strings/string_view.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/clock.h"
 #include "common/shard_map.h"
+#include "server/consistency_controller.h"
 #include "server/dense_table.h"
+#include "server/membership.h"
 #include "server/push_types.h"
 #include "server/sparse_table.h"
 #include "taups/table_config.h"
@@ -35,13 +41,49 @@ namespace taups {
 
 // What this shard holds of a table, at one moment.
 struct TableInfo {
-  TableConfig config;
+  TableConfig config;  // with the consistency/staleness now in force
   uint32_t shard_index = 0;
   uint32_t num_shards = 1;
   Range range;  // dense: this shard's global range; sparse: empty
   uint64_t version = 0;
+  uint64_t open_step = 0;  // sync / semi_sync
   uint64_t sparse_rows = 0;
-  StalenessStats staleness;
+};
+
+// Who pulls, at which clock, and how long the pull may wait for its policy.
+struct PullContext {
+  uint32_t worker = 0;
+  uint64_t clock = 0;
+  // absl::InfinitePast(): do not wait (FAILED... DEADLINE_EXCEEDED if not ready).
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+struct PullResult {
+  uint64_t version = 0;
+  uint64_t step = 0;  // sync / semi_sync: the open step; else 0
+};
+
+// Everything about a push but its payload.
+struct PushMeta {
+  PushOrigin origin;
+  uint64_t base_version = 0;
+  uint64_t clock = 0;
+  uint32_t slices = 1;
+  double push_norm_sq = 0.0;
+};
+
+struct Registration {
+  absl::Duration lease;
+  absl::Duration heartbeat_every;
+  std::map<std::string, uint64_t> start_clock;  // per table
+};
+
+struct StoreStats {
+  uint32_t shard_index = 0;
+  std::vector<WorkerStatus> workers;
+  uint64_t lease_expirations = 0;
+  uint64_t nonfinite_rejections = 0;
+  std::vector<std::pair<TableInfo, TableStats>> tables;
 };
 
 // Upper bound on keys in one sparse request, so a client cannot make the
@@ -50,7 +92,10 @@ inline constexpr size_t kMaxKeysPerRequest = size_t{1} << 22;
 
 class ParameterStore {
  public:
-  ParameterStore(uint32_t shard_index, uint32_t num_shards);
+  // `clock` must outlive the store.
+  ParameterStore(uint32_t shard_index, uint32_t num_shards,
+                 const Clock* clock = RealClock::Get(),
+                 absl::Duration default_lease = absl::Seconds(10));
   ParameterStore(const ParameterStore&) = delete;
   ParameterStore& operator=(const ParameterStore&) = delete;
 
@@ -64,30 +109,45 @@ class ParameterStore {
                                         bool exist_ok, bool* created);
   absl::StatusOr<TableInfo> GetTable(absl::string_view name) const;
   std::vector<TableInfo> ListTables() const;
+  // Admin: changes a table's consistency and staleness settings.
+  absl::StatusOr<TableInfo> SetConsistency(absl::string_view name,
+                                           const ConsistencyConfig& consistency,
+                                           const StalenessConfig& staleness);
 
-  // Dense: copies [offset, offset + out.size()) into out; returns the version.
-  absl::StatusOr<uint64_t> PullDense(absl::string_view table, uint64_t offset,
-                                     absl::Span<float> out) const;
-  // Dense: applies one slice of a push (slices_in_push >= 1).
-  absl::StatusOr<PushOutcome> PushDense(absl::string_view table,
-                                        uint64_t offset,
+  // Dense: copies [offset, offset + out.size()) into out once the table's
+  // policy lets `ctx` read (or fails with DEADLINE_EXCEEDED at ctx.deadline).
+  absl::StatusOr<PullResult> PullDense(absl::string_view table, uint64_t offset,
+                                       absl::Span<float> out,
+                                       const PullContext& ctx = {});
+  // Dense: one slice of a push (meta.slices >= 1).
+  absl::StatusOr<PushOutcome> PushDense(absl::string_view table, uint64_t offset,
                                         absl::Span<const float> gradient,
-                                        const PushOrigin& origin,
-                                        uint64_t base_version,
-                                        uint32_t slices_in_push);
-
+                                        const PushMeta& meta);
   // Sparse: rows for `keys` (each must belong to this shard) into out
-  // (keys.size() * dim floats); returns the version.
-  absl::StatusOr<uint64_t> PullSparse(absl::string_view table,
-                                      absl::Span<const uint64_t> keys,
-                                      absl::Span<float> out);
+  // (keys.size() * dim floats).
+  absl::StatusOr<PullResult> PullSparse(absl::string_view table,
+                                        absl::Span<const uint64_t> keys,
+                                        absl::Span<float> out,
+                                        const PullContext& ctx = {});
   // Sparse: keys must be unique and belong to this shard.
   absl::StatusOr<PushOutcome> PushSparse(absl::string_view table,
                                          absl::Span<const uint64_t> keys,
                                          absl::Span<const float> gradients,
-                                         const PushOrigin& origin,
-                                         uint64_t base_version);
+                                         const PushMeta& meta);
 
+  // Whether a pull of `table` by ctx.worker at ctx.clock would be served now.
+  absl::StatusOr<bool> PullReady(absl::string_view table,
+                                 const PullContext& ctx) const;
+
+  // Membership.
+  Registration Register(uint32_t worker, uint64_t incarnation,
+                        absl::Duration lease);
+  bool Heartbeat(uint32_t worker, uint64_t incarnation);
+  // Expires leases and closes semi-sync steps whose timeout passed. The
+  // server calls it every few milliseconds; simulations after moving time.
+  void Tick();
+
+  StoreStats Stats(absl::string_view table = "") const;
   // Pushes refused because a gradient held NaN or Inf.
   uint64_t nonfinite_rejections() const { return nonfinite_rejections_.load(); }
 
@@ -95,21 +155,28 @@ class ParameterStore {
   struct Entry {
     std::unique_ptr<DenseTable> dense;
     std::unique_ptr<SparseTable> sparse;
+    std::unique_ptr<ConsistencyController> controller;
+    Table* table() const {
+      return dense ? static_cast<Table*>(dense.get()) : sparse.get();
+    }
   };
   absl::StatusOr<std::shared_ptr<Entry>> Find(absl::string_view name) const;
-  absl::StatusOr<DenseTable*> FindDense(absl::string_view name,
-                                        std::shared_ptr<Entry>* hold) const;
-  absl::StatusOr<SparseTable*> FindSparse(absl::string_view name,
-                                          std::shared_ptr<Entry>* hold) const;
+  absl::StatusOr<std::shared_ptr<Entry>> FindKind(absl::string_view name,
+                                                  TableKind kind) const;
+  std::vector<std::shared_ptr<Entry>> Entries() const;
   TableInfo InfoOf(const Entry& entry) const;
+  void PublishMembership();
   absl::Status CheckFinite(absl::string_view table,
                            absl::Span<const float> values);
   absl::Status CheckSparseKeys(const SparseTable& table,
                                absl::Span<const uint64_t> keys,
                                bool require_unique) const;
+  absl::Status AwaitPull(Entry& entry, const PullContext& ctx);
 
   const uint32_t shard_index_;
   const uint32_t num_shards_;
+  const Clock* const clock_;
+  Membership membership_;
   mutable absl::Mutex mu_;
   // Tables are never removed while the store lives; shared_ptr lets a request
   // keep using one without holding mu_.

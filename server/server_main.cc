@@ -36,6 +36,9 @@ ABSL_FLAG(int, max_message_mb, 256,
           "Largest gRPC message accepted or sent, in MiB.");
 ABSL_FLAG(int, stats_interval_s, 10,
           "Seconds between stats log lines (per table); 0 disables.");
+ABSL_FLAG(double, lease_s, 10.0,
+          "Lease granted to a worker that asks for none: a worker silent for "
+          "longer is declared dead and leaves every barrier and quorum.");
 ABSL_FLAG(std::string, log_level, "info", "trace|debug|info|warn|error");
 
 namespace {
@@ -77,6 +80,7 @@ int main(int argc, char** argv) {
   }
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
   options.stats_interval = absl::Seconds(absl::GetFlag(FLAGS_stats_interval_s));
+  options.default_lease = absl::Seconds(absl::GetFlag(FLAGS_lease_s));
 
   // Signals are taken by a watcher thread; every other thread blocks them.
   sigset_t signals;

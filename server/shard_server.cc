@@ -11,6 +11,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/shard_map.h"
 #include "server/grpc_service.h"
+#include "common/clock.h"
 #include "server/parameter_store.h"
 #include "spdlog/spdlog.h"
 
@@ -23,6 +24,10 @@ absl::Status ShardServerOptions::Validate() const {
   }
   if (listen_address.empty()) {
     return absl::InvalidArgumentError("listen address is empty");
+  }
+  if (default_lease <= absl::ZeroDuration() ||
+      tick_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("lease and tick interval must be > 0");
   }
   if (max_message_bytes < (1 << 20)) {
     return absl::InvalidArgumentError("max_message_bytes must be >= 1 MiB");
@@ -52,17 +57,29 @@ uint64_t NewIncarnation() {
 }
 
 void LogStats(const ParameterStore& store) {
-  for (const TableInfo& t : store.ListTables()) {
-    const StalenessStats& s = t.staleness;
-    const double tau_mean =
-        s.pushes == 0 ? 0.0 : static_cast<double>(s.tau_sum) / s.pushes;
+  const StoreStats stats = store.Stats();
+  size_t live = 0;
+  for (const WorkerStatus& w : stats.workers) live += w.live ? 1 : 0;
+  for (const auto& [info, t] : stats.tables) {
+    std::string steps;
+    if (t.steps_closed > 0) {
+      steps = absl::StrCat(
+          " steps=", t.steps_closed, " timeouts=", t.timeout_closes,
+          " wait_p50=", absl::FormatDuration(absl::Seconds(t.step_wait_s.Percentile(0.5))),
+          " wait_p99=", absl::FormatDuration(absl::Seconds(t.step_wait_s.Percentile(0.99))),
+          t.last_straggler >= 0 ? absl::StrCat(" straggler=worker", t.last_straggler)
+                                : std::string());
+    }
     spdlog::info(
-        "stats shard={} table={} kind={} version={} pushes={} rejected={} "
-        "tau_mean={:.2f} tau_max={}{}",
-        t.shard_index, t.config.name, TableKindName(t.config.kind), t.version,
-        s.pushes, s.rejected, tau_mean, s.tau_max,
-        t.config.kind == TableKind::kSparse
-            ? absl::StrCat(" rows=", t.sparse_rows)
+        "stats shard={} table={} {} version={} pushes={} tau_mean={:.2f} "
+        "tau_p99={} tau_max={} rejected={} downweighted={} late={}{} "
+        "workers_live={}/{}{}",
+        info.shard_index, info.config.name,
+        ConsistencyKindName(info.config.consistency.kind), info.version,
+        t.pushes, t.tau.mean(), t.tau.Percentile(0.99), t.tau.max(),
+        t.rejected, t.downweighted, t.late, steps, live, stats.workers.size(),
+        info.config.kind == TableKind::kSparse
+            ? absl::StrCat(" rows=", info.sparse_rows)
             : std::string());
   }
 }
@@ -76,8 +93,9 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
   auto state = std::make_unique<State>();
   state->options = options;
   state->incarnation = NewIncarnation();
-  state->store =
-      std::make_unique<ParameterStore>(options.shard_index, options.num_shards);
+  state->store = std::make_unique<ParameterStore>(
+      options.shard_index, options.num_shards, RealClock::Get(),
+      options.default_lease);
   state->service = std::make_unique<ParameterServerService>(
       state->store.get(), state->incarnation);
 
@@ -95,12 +113,20 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
   spdlog::info("shard {}/{} serving on port {} (incarnation {:016x})",
                options.shard_index, options.num_shards, state->port,
                state->incarnation);
-  if (options.stats_interval > absl::ZeroDuration()) {
+  {
+    // One background thread: leases and step timeouts every tick, a stats
+    // line every stats_interval.
     State* s = state.get();
     state->stats_thread = std::thread([s] {
+      absl::Time next_stats = absl::Now() + s->options.stats_interval;
       while (!s->stop_stats.WaitForNotificationWithTimeout(
-          s->options.stats_interval)) {
-        LogStats(*s->store);
+          s->options.tick_interval)) {
+        s->store->Tick();
+        if (s->options.stats_interval > absl::ZeroDuration() &&
+            absl::Now() >= next_stats) {
+          LogStats(*s->store);
+          next_stats = absl::Now() + s->options.stats_interval;
+        }
       }
     });
   }

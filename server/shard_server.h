@@ -1,5 +1,5 @@
 // ShardServer: one running ps_server shard — a ParameterStore served over
-// gRPC, with a periodic stats log line. Used by ps_server's main and by
+// gRPC, with a ticker (leases, step timeouts) and a periodic stats log line. Used by ps_server's main and by
 // in-process benchmarks.
 //
 // Thread-safe: Shutdown() may be called from any thread (e.g. a signal
@@ -25,6 +25,10 @@ struct ShardServerOptions {
   int max_message_bytes = 256 << 20;
   // One stats line per table every interval; zero disables.
   absl::Duration stats_interval = absl::Seconds(10);
+  // Lease granted to a worker that does not ask for one.
+  absl::Duration default_lease = absl::Seconds(10);
+  // How often leases and semi-sync timeouts are checked.
+  absl::Duration tick_interval = absl::Milliseconds(5);
 
   absl::Status Validate() const;
 };

@@ -40,27 +40,88 @@ float* SparseTable::FindOrCreateLocked(Stripe& stripe, uint64_t key) {
   return stripe.arena.data() + it->second * row_stride_;
 }
 
-uint64_t SparseTable::Pull(absl::Span<const uint64_t> keys,
-                           absl::Span<float> out) {
-  const uint64_t version = clock_.version();
+void SparseTable::Pull(absl::Span<const uint64_t> keys,
+                       absl::Span<float> out) {
   for (size_t i = 0; i < keys.size(); ++i) {
     Stripe& stripe = StripeOf(keys[i]);
     absl::MutexLock lock(&stripe.mu);
     const float* row = FindOrCreateLocked(stripe, keys[i]);
     std::memcpy(out.data() + i * dim_, row, dim_ * sizeof(float));
   }
-  return version;
 }
 
-void SparseTable::Apply(absl::Span<const uint64_t> keys,
-                        absl::Span<const float> gradients, float lr_factor) {
-  for (size_t i = 0; i < keys.size(); ++i) {
-    Stripe& stripe = StripeOf(keys[i]);
+void SparseTable::Apply(const GradientPart& part, float lr_factor,
+                        uint32_t /*worker*/) {
+  for (size_t i = 0; i < part.keys.size(); ++i) {
+    Stripe& stripe = StripeOf(part.keys[i]);
     absl::MutexLock lock(&stripe.mu);
-    float* row = FindOrCreateLocked(stripe, keys[i]);
-    optimizer_->Apply(row, row + dim_, gradients.data() + i * dim_, dim_,
+    float* row = FindOrCreateLocked(stripe, part.keys[i]);
+    optimizer_->Apply(row, row + dim_, part.values.data() + i * dim_, dim_,
                       lr_factor);
   }
+}
+
+namespace {
+
+// Per-key sums of row gradients.
+class SparseStepBuffer final : public StepBuffer {
+ public:
+  explicit SparseStepBuffer(uint32_t dim) : dim_(dim) {}
+  void Add(const GradientPart& part, float scale) override {
+    for (size_t i = 0; i < part.keys.size(); ++i) {
+      float* dst = RowFor(part.keys[i]);
+      const float* src = part.values.data() + i * dim_;
+      for (uint32_t j = 0; j < dim_; ++j) dst[j] += scale * src[j];
+    }
+  }
+  void AddBuffer(const StepBuffer& other, float scale) override {
+    const auto& o = static_cast<const SparseStepBuffer&>(other);
+    for (size_t r = 0; r < o.keys_.size(); ++r) {
+      float* dst = RowFor(o.keys_[r]);
+      const float* src = o.sums_.data() + r * dim_;
+      for (uint32_t j = 0; j < dim_; ++j) dst[j] += scale * src[j];
+    }
+  }
+  bool empty() const override { return keys_.empty(); }
+  void Clear() override {
+    index_.clear();
+    keys_.clear();
+    sums_.clear();
+  }
+  const std::vector<uint64_t>& keys() const { return keys_; }
+  const std::vector<float>& sums() const { return sums_; }
+
+ private:
+  float* RowFor(uint64_t key) {
+    auto [it, inserted] = index_.try_emplace(key, keys_.size());
+    if (inserted) {
+      keys_.push_back(key);
+      sums_.resize(sums_.size() + dim_, 0.0f);
+    }
+    return sums_.data() + it->second * dim_;
+  }
+  const uint32_t dim_;
+  absl::flat_hash_map<uint64_t, size_t> index_;
+  std::vector<uint64_t> keys_;
+  std::vector<float> sums_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepBuffer> SparseTable::NewBuffer() const {
+  return std::make_unique<SparseStepBuffer>(dim_);
+}
+
+void SparseTable::ApplyBuffer(const StepBuffer& buffer, float scale,
+                              float lr_factor) {
+  const auto& b = static_cast<const SparseStepBuffer&>(buffer);
+  if (b.empty()) return;
+  std::vector<float> mean = b.sums();
+  for (float& v : mean) v *= scale;
+  GradientPart part;
+  part.keys = b.keys();
+  part.values = mean;
+  Apply(part, lr_factor, 0);
 }
 
 }  // namespace taups

@@ -19,12 +19,12 @@
 #include "absl/types/span.h"
 #include "common/initializer.h"
 #include "server/optimizer.h"
-#include "server/version_clock.h"
+#include "server/table.h"
 #include "taups/table_config.h"
 
 namespace taups {
 
-class SparseTable {
+class SparseTable final : public Table {
  public:
   static constexpr int kStripes = 64;
 
@@ -32,19 +32,21 @@ class SparseTable {
   SparseTable(const SparseTable&) = delete;
   SparseTable& operator=(const SparseTable&) = delete;
 
-  const TableConfig& config() const { return config_; }
+  const TableConfig& config() const override { return config_; }
   uint32_t dim() const { return dim_; }
-  VersionClock& clock() { return clock_; }
-  const VersionClock& clock() const { return clock_; }
   uint64_t num_rows() const;
 
   // Copies row keys[i] into out[i * dim, (i + 1) * dim), creating missing
-  // rows. Returns the version read.
-  uint64_t Pull(absl::Span<const uint64_t> keys, absl::Span<float> out);
+  // rows.
+  void Pull(absl::Span<const uint64_t> keys, absl::Span<float> out);
 
-  // Applies gradients[i * dim ...] to row keys[i] (created if missing).
-  void Apply(absl::Span<const uint64_t> keys, absl::Span<const float> gradients,
-             float lr_factor);
+  // Applies part.values[i * dim ...] to row part.keys[i] (created if
+  // missing). Keys must be unique.
+  void Apply(const GradientPart& part, float lr_factor,
+             uint32_t worker) override;
+  std::unique_ptr<StepBuffer> NewBuffer() const override;
+  void ApplyBuffer(const StepBuffer& buffer, float scale,
+                   float lr_factor) override;
 
  private:
   // Rows of one stripe: values and state of row r live in arena at
@@ -66,7 +68,6 @@ class SparseTable {
   const size_t row_stride_;
   const Initializer initializer_;
   std::unique_ptr<Stripe[]> stripes_;
-  VersionClock clock_;
 };
 
 }  // namespace taups

@@ -19,7 +19,7 @@ TableConfig DenseSgd(const std::string& name, uint64_t size, float lr = 1.0f) {
   return config;
 }
 
-std::vector<float> PullAll(const ParameterStore& store, const std::string& t,
+std::vector<float> PullAll(ParameterStore& store, const std::string& t,
                            Range range) {
   std::vector<float> out(range.size());
   REQUIRE(store.PullDense(t, range.begin, absl::MakeSpan(out)).ok());
@@ -28,6 +28,19 @@ std::vector<float> PullAll(const ParameterStore& store, const std::string& t,
 
 PushOrigin Origin(uint32_t worker, uint64_t seq) {
   return PushOrigin{worker, 1, seq};
+}
+
+PushMeta Meta(PushOrigin origin, uint64_t base_version, uint32_t slices) {
+  PushMeta meta;
+  meta.origin = origin;
+  meta.base_version = base_version;
+  meta.slices = slices;
+  return meta;
+}
+
+const TableStats& StatsOf(const StoreStats& stats) {
+  REQUIRE(stats.tables.size() == 1);
+  return stats.tables[0].second;
 }
 
 TEST_CASE("creating a table is idempotent only for identical configs") {
@@ -74,7 +87,7 @@ TEST_CASE("dense push applies SGD and advances the version; tau is measured") {
   REQUIRE(PullAll(store, "w", range) == std::vector<float>(5, 0.0f));
 
   const std::vector<float> g = {1, 2, 3, 4, 5};
-  auto first = store.PushDense("w", 5, g, Origin(0, 1), 0, 1);
+  auto first = store.PushDense("w", 5, g, Meta(Origin(0, 1), 0, 1));
   REQUIRE(first.ok());
   REQUIRE(first->accepted);
   REQUIRE(first->tau == 0);
@@ -83,15 +96,16 @@ TEST_CASE("dense push applies SGD and advances the version; tau is measured") {
           std::vector<float>{-0.5f, -1.0f, -1.5f, -2.0f, -2.5f});
 
   // A second worker still on version 0 is one update stale.
-  auto second = store.PushDense("w", 5, g, Origin(1, 1), 0, 1);
+  auto second = store.PushDense("w", 5, g, Meta(Origin(1, 1), 0, 1));
   REQUIRE(second.ok());
   REQUIRE(second->tau == 1);
   REQUIRE(second->new_version == 2);
   auto info = store.GetTable("w");
   REQUIRE(info->version == 2);
-  REQUIRE(info->staleness.pushes == 2);
-  REQUIRE(info->staleness.tau_sum == 1);
-  REQUIRE(info->staleness.tau_max == 1);
+  const StoreStats stats = store.Stats("w");
+  REQUIRE(StatsOf(stats).pushes == 2);
+  REQUIRE(StatsOf(stats).tau.sum() == 1);
+  REQUIRE(StatsOf(stats).tau.max() == 1);
 }
 
 TEST_CASE("a push from the future (another incarnation) is refused") {
@@ -99,7 +113,7 @@ TEST_CASE("a push from the future (another incarnation) is refused") {
   bool created = false;
   REQUIRE(store.CreateTable(DenseSgd("w", 4), true, &created).ok());
   const std::vector<float> g(4, 1.0f);
-  auto pushed = store.PushDense("w", 0, g, Origin(0, 1), 7, 1);
+  auto pushed = store.PushDense("w", 0, g, Meta(Origin(0, 1), 7, 1));
   REQUIRE(pushed.status().code() == absl::StatusCode::kFailedPrecondition);
   REQUIRE(store.GetTable("w")->version == 0);
   REQUIRE(PullAll(store, "w", {0, 4}) == std::vector<float>(4, 0.0f));
@@ -116,21 +130,21 @@ TEST_CASE("bad dense requests change nothing") {
   std::vector<float> inf = g;
   inf[0] = -std::numeric_limits<float>::infinity();
 
-  REQUIRE(store.PushDense("nope", 0, g, Origin(0, 1), 0, 1).status().code() ==
+  REQUIRE(store.PushDense("nope", 0, g, Meta(Origin(0, 1), 0, 1)).status().code() ==
           absl::StatusCode::kNotFound);
-  REQUIRE(store.PushDense("w", 1, g, Origin(0, 2), 0, 1).status().code() ==
+  REQUIRE(store.PushDense("w", 1, g, Meta(Origin(0, 2), 0, 1)).status().code() ==
           absl::StatusCode::kOutOfRange);  // [1, 6) leaves the shard
-  REQUIRE(store.PushDense("w", 5, g, Origin(0, 3), 0, 1).status().code() ==
+  REQUIRE(store.PushDense("w", 5, g, Meta(Origin(0, 3), 0, 1)).status().code() ==
           absl::StatusCode::kOutOfRange);  // the other shard's range
-  REQUIRE(store.PushDense("w", 0, nan, Origin(0, 4), 0, 1).status().code() ==
+  REQUIRE(store.PushDense("w", 0, nan, Meta(Origin(0, 4), 0, 1)).status().code() ==
           absl::StatusCode::kInvalidArgument);
-  REQUIRE(store.PushDense("w", 0, inf, Origin(0, 5), 0, 1).status().code() ==
+  REQUIRE(store.PushDense("w", 0, inf, Meta(Origin(0, 5), 0, 1)).status().code() ==
           absl::StatusCode::kInvalidArgument);
-  REQUIRE(store.PushDense("w", 0, {}, Origin(0, 6), 0, 1).status().code() ==
+  REQUIRE(store.PushDense("w", 0, {}, Meta(Origin(0, 6), 0, 1)).status().code() ==
           absl::StatusCode::kInvalidArgument);
-  REQUIRE(store.PushDense("emb", 0, g, Origin(0, 7), 0, 1).status().code() ==
+  REQUIRE(store.PushDense("emb", 0, g, Meta(Origin(0, 7), 0, 1)).status().code() ==
           absl::StatusCode::kInvalidArgument);  // sparse table, dense call
-  REQUIRE(store.PushDense("w", 0, g, Origin(0, 8), 0, 6).status().code() ==
+  REQUIRE(store.PushDense("w", 0, g, Meta(Origin(0, 8), 0, 6)).status().code() ==
           absl::StatusCode::kInvalidArgument);  // more slices than elements
   std::vector<float> out(6);
   REQUIRE(store.PullDense("w", 0, absl::MakeSpan(out)).status().code() ==
@@ -139,7 +153,7 @@ TEST_CASE("bad dense requests change nothing") {
   REQUIRE(store.nonfinite_rejections() == 2);
   auto info = store.GetTable("w");
   REQUIRE(info->version == 0);
-  REQUIRE(info->staleness.pushes == 0);
+  REQUIRE(StatsOf(store.Stats("w")).pushes == 0);
   REQUIRE(PullAll(store, "w", {0, 5}) == std::vector<float>(5, 0.0f));
 }
 
@@ -148,24 +162,24 @@ TEST_CASE("a push in slices is stamped once and advances the version once") {
   bool created = false;
   REQUIRE(store.CreateTable(DenseSgd("w", 6), true, &created).ok());
   // Worker 1 moves the version to 1 first.
-  REQUIRE(store.PushDense("w", 0, std::vector<float>(6, 0.0f), Origin(1, 1), 0, 1)
+  REQUIRE(store.PushDense("w", 0, std::vector<float>(6, 0.0f), Meta(Origin(1, 1), 0, 1))
               .ok());
   // Worker 0's push (base 0) arrives as 3 slices; worker 1 pushes between
   // slices. All of worker 0's slices keep tau = 1, the stamp of the first.
   const std::vector<float> g(2, 1.0f);
-  auto a = store.PushDense("w", 0, g, Origin(0, 9), 0, 3);
+  auto a = store.PushDense("w", 0, g, Meta(Origin(0, 9), 0, 3));
   REQUIRE(a->tau == 1);
   REQUIRE(a->new_version == 1);  // not advanced until the last slice
-  REQUIRE(store.PushDense("w", 0, std::vector<float>(6, 0.0f), Origin(1, 2), 1, 1)
+  REQUIRE(store.PushDense("w", 0, std::vector<float>(6, 0.0f), Meta(Origin(1, 2), 1, 1))
               ->new_version == 2);
-  auto b = store.PushDense("w", 4, g, Origin(0, 9), 0, 3);
+  auto b = store.PushDense("w", 4, g, Meta(Origin(0, 9), 0, 3));
   REQUIRE(b->tau == 1);
   REQUIRE(b->new_version == 2);
-  auto c = store.PushDense("w", 2, g, Origin(0, 9), 0, 3);
+  auto c = store.PushDense("w", 2, g, Meta(Origin(0, 9), 0, 3));
   REQUIRE(c->tau == 1);
   REQUIRE(c->new_version == 3);
   REQUIRE(PullAll(store, "w", {0, 6}) == std::vector<float>(6, -1.0f));
-  REQUIRE(store.GetTable("w")->staleness.pushes == 3);
+  REQUIRE(StatsOf(store.Stats("w")).pushes == 3);
 }
 
 TEST_CASE("sparse rows are born by the deterministic initializer") {
@@ -201,7 +215,7 @@ TEST_CASE("sparse push applies per row; bad sparse requests change nothing") {
   }
   mine.resize(3);
   const std::vector<float> g = {1, 2, 3, 4, 5, 6};
-  auto pushed = store.PushSparse("emb", mine, g, Origin(0, 1), 0);
+  auto pushed = store.PushSparse("emb", mine, g, Meta(Origin(0, 1), 0, 1));
   REQUIRE(pushed.ok());
   REQUIRE(pushed->new_version == 1);
   std::vector<float> rows(6);
@@ -209,20 +223,20 @@ TEST_CASE("sparse push applies per row; bad sparse requests change nothing") {
   REQUIRE(rows == std::vector<float>{-1, -2, -3, -4, -5, -6});
 
   const std::vector<uint64_t> dup = {mine[0], mine[1], mine[0]};
-  REQUIRE(store.PushSparse("emb", dup, g, Origin(0, 2), 1).status().code() ==
+  REQUIRE(store.PushSparse("emb", dup, g, Meta(Origin(0, 2), 1, 1)).status().code() ==
           absl::StatusCode::kInvalidArgument);
   const std::vector<uint64_t> foreign = {mine[0], mine[1], theirs[0]};
-  REQUIRE(store.PushSparse("emb", foreign, g, Origin(0, 3), 1).status().code() ==
+  REQUIRE(store.PushSparse("emb", foreign, g, Meta(Origin(0, 3), 1, 1)).status().code() ==
           absl::StatusCode::kInvalidArgument);
   REQUIRE(store.PushSparse("emb", mine, std::vector<float>(5, 1.0f),
-                           Origin(0, 4), 1)
+                           Meta(Origin(0, 4), 1, 1))
               .status()
               .code() == absl::StatusCode::kInvalidArgument);
   std::vector<float> nan = g;
   nan[5] = std::numeric_limits<float>::quiet_NaN();
-  REQUIRE(store.PushSparse("emb", mine, nan, Origin(0, 5), 1).status().code() ==
+  REQUIRE(store.PushSparse("emb", mine, nan, Meta(Origin(0, 5), 1, 1)).status().code() ==
           absl::StatusCode::kInvalidArgument);
-  REQUIRE(store.PushSparse("emb", {}, {}, Origin(0, 6), 1).status().code() ==
+  REQUIRE(store.PushSparse("emb", {}, {}, Meta(Origin(0, 6), 1, 1)).status().code() ==
           absl::StatusCode::kInvalidArgument);
 
   REQUIRE(store.GetTable("emb")->version == 1);

@@ -47,12 +47,15 @@ std::future<absl::StatusOr<PullInfo>> GrpcClient::PullDenseAsync(
   state->info.shard_touched.assign(shards_.size(), false);
   auto future = state->promise.get_future();
   std::string name(table);
+  const absl::Time start = absl::Now();
   auto fan = std::make_shared<FanIn>(
-      (*meta)->slices.size(), [this, state, name](absl::Status status) {
+      (*meta)->slices.size(), [this, state, name, start](absl::Status status) {
         if (!status.ok()) return state->promise.set_value(status);
         for (size_t s = 0; s < shards_.size(); ++s) {
           if (!state->info.shard_touched[s]) state->info.shard_versions[s] = 0;
         }
+        state->info.elapsed = absl::Now() - start;
+        CatchUp(state->info.step);
         RecordPull(name, state->info);
         state->promise.set_value(std::move(state->info));
       });
@@ -62,6 +65,7 @@ std::future<absl::StatusOr<PullInfo>> GrpcClient::PullDenseAsync(
     request.set_offset(slice.offset);
     request.set_count(slice.count);
     request.set_worker_id(options_.worker_id);
+    request.set_clock(clock_.load());
     Call<v1::PullDenseRequest, v1::PullDenseResponse>(
         slice.shard, std::move(request),
         [](Stub* stub, grpc::ClientContext* ctx,
@@ -87,6 +91,7 @@ std::future<absl::StatusOr<PullInfo>> GrpcClient::PullDenseAsync(
             // oldest, so tau is never under-reported.
             uint64_t& v = state->info.shard_versions[slice.shard];
             v = std::min(v, response->version());
+            state->info.step = std::max(state->info.step, response->step());
             state->info.shard_touched[slice.shard] = true;
             if (restarted) ++state->info.server_incarnation_changed;
           }
@@ -125,6 +130,9 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseAsync(
         state->promise.set_value(std::move(state->result));
       });
   const v1::PushOrigin origin = NextOrigin();
+  const uint64_t clock = clock_.load();
+  double norm_sq = 0.0;
+  for (float g : gradient) norm_sq += static_cast<double>(g) * g;
   for (const DenseSlice& slice : (*meta)->slices) {
     v1::PushDenseRequest request;
     request.set_table(name);
@@ -135,6 +143,8 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseAsync(
     *request.mutable_origin() = origin;
     request.set_base_version(base[slice.shard]);
     request.set_slices_in_push(slice.slices_in_shard);
+    request.set_clock(clock);
+    request.set_push_norm_sq(norm_sq);
     Call<v1::PushDenseRequest, v1::PushResponse>(
         slice.shard, std::move(request),
         [](Stub* stub, grpc::ClientContext* ctx,

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <limits>
+
 #include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "common/shard_map.h"
@@ -58,7 +60,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     }
     shards.push_back(std::make_unique<ShardChannels>(std::move(stubs)));
   }
-  return std::unique_ptr<Client>(new GrpcClient(options, std::move(shards)));
+  auto client = std::make_unique<GrpcClient>(options, std::move(shards));
+  if (options.register_worker) RETURN_IF_ERROR(client->StartMembership());
+  return std::unique_ptr<Client>(std::move(client));
 }
 
 namespace {
@@ -90,7 +94,86 @@ GrpcClient::GrpcClient(const ClientOptions& options,
   for (size_t s = 0; s < shards_.size(); ++s) incarnations_[s] = 0;
 }
 
-GrpcClient::~GrpcClient() = default;
+GrpcClient::~GrpcClient() {
+  stop_heartbeats_.Notify();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+}
+
+void GrpcClient::CatchUp(uint64_t step) {
+  uint64_t current = clock_.load();
+  while (current < step && !clock_.compare_exchange_weak(current, step)) {
+  }
+}
+
+absl::Status GrpcClient::RegisterWith(uint32_t shard) {
+  v1::RegisterRequest request;
+  request.set_worker_id(options_.worker_id);
+  request.set_worker_incarnation(options_.worker_incarnation);
+  request.set_lease_s(absl::ToDoubleSeconds(options_.lease));
+  std::promise<absl::Status> done;
+  Call<v1::RegisterRequest, v1::RegisterResponse>(
+      shard, std::move(request),
+      [](Stub* stub, grpc::ClientContext* ctx, const v1::RegisterRequest* req,
+         v1::RegisterResponse* resp, std::function<void(grpc::Status)> cb) {
+        stub->async()->Register(ctx, req, resp, std::move(cb));
+      },
+      [this, shard, &done](const absl::Status& status,
+                           v1::RegisterResponse* response) {
+        if (status.ok()) {
+          NoteIncarnation(shard, response->server_incarnation());
+          for (const auto& [table, clock] : response->start_clock()) {
+            CatchUp(clock);
+          }
+          const int64_t every_ms = std::max<int64_t>(
+              10, static_cast<int64_t>(response->heartbeat_every_s() * 1000));
+          int64_t current = heartbeat_every_ms_.load();
+          while (every_ms < current &&
+                 !heartbeat_every_ms_.compare_exchange_weak(current, every_ms)) {
+          }
+        }
+        done.set_value(status);
+      });
+  return done.get_future().get();
+}
+
+absl::Status GrpcClient::StartMembership() {
+  heartbeat_every_ms_ = std::numeric_limits<int64_t>::max();
+  for (uint32_t s = 0; s < shards_.size(); ++s) RETURN_IF_ERROR(RegisterWith(s));
+  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+  return absl::OkStatus();
+}
+
+void GrpcClient::HeartbeatLoop() {
+  while (!stop_heartbeats_.WaitForNotificationWithTimeout(
+      absl::Milliseconds(heartbeat_every_ms_.load()))) {
+    for (uint32_t s = 0; s < shards_.size(); ++s) {
+      v1::HeartbeatRequest request;
+      request.set_worker_id(options_.worker_id);
+      request.set_worker_incarnation(options_.worker_incarnation);
+      v1::HeartbeatResponse response;
+      grpc::ClientContext context;
+      context.set_deadline(absl::ToChronoTime(
+          absl::Now() + absl::Milliseconds(heartbeat_every_ms_.load()) * 2));
+      const grpc::Status status =
+          shards_[s]->Pick()->Heartbeat(&context, request, &response);
+      if (!status.ok()) {
+        spdlog::warn("heartbeat to shard {} failed: {}", s,
+                     status.error_message());
+        continue;
+      }
+      if (!response.known()) {
+        spdlog::warn("shard {} no longer knows worker {} (lease expired or "
+                     "shard restarted); registering again",
+                     s, options_.worker_id);
+        absl::Status registered = RegisterWith(s);
+        if (!registered.ok()) {
+          spdlog::warn("re-registering with shard {} failed: {}", s,
+                       registered.ToString());
+        }
+      }
+    }
+  }
+}
 
 bool GrpcClient::NoteIncarnation(uint32_t shard, uint64_t incarnation) {
   const uint64_t before = incarnations_[shard].exchange(incarnation);
@@ -228,6 +311,81 @@ absl::StatusOr<TableConfig> GrpcClient::OpenTable(absl::string_view name) {
     }
   }
   return found->configs.front();
+}
+
+absl::Status GrpcClient::SetConsistency(absl::string_view table,
+                                        const ConsistencyConfig& consistency,
+                                        const StalenessConfig& staleness) {
+  auto promise = std::make_shared<std::promise<absl::Status>>();
+  auto fan = std::make_shared<FanIn>(
+      shards_.size(), [promise](absl::Status s) { promise->set_value(s); });
+  for (uint32_t s = 0; s < shards_.size(); ++s) {
+    v1::SetConsistencyRequest request;
+    request.set_table(std::string(table));
+    ToWire(consistency, request.mutable_consistency());
+    ToWire(staleness, request.mutable_staleness());
+    Call<v1::SetConsistencyRequest, v1::SetConsistencyResponse>(
+        s, std::move(request),
+        [](Stub* stub, grpc::ClientContext* ctx,
+           const v1::SetConsistencyRequest* req,
+           v1::SetConsistencyResponse* resp,
+           std::function<void(grpc::Status)> cb) {
+          stub->async()->SetConsistency(ctx, req, resp, std::move(cb));
+        },
+        [fan](const absl::Status& status, v1::SetConsistencyResponse*) {
+          fan->Report(status);
+        });
+  }
+  RETURN_IF_ERROR(promise->get_future().get());
+  absl::MutexLock lock(&mu_);
+  tables_.erase(table);  // re-read the config on next use
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<TableShardStats>> GrpcClient::Stats(
+    absl::string_view table) {
+  std::vector<TableShardStats> all(shards_.size());
+  auto promise = std::make_shared<std::promise<absl::Status>>();
+  auto fan = std::make_shared<FanIn>(
+      shards_.size(), [promise](absl::Status s) { promise->set_value(s); });
+  for (uint32_t s = 0; s < shards_.size(); ++s) {
+    v1::StatsRequest request;
+    request.set_table(std::string(table));
+    TableShardStats* out = &all[s];
+    Call<v1::StatsRequest, v1::StatsResponse>(
+        s, std::move(request),
+        [](Stub* stub, grpc::ClientContext* ctx, const v1::StatsRequest* req,
+           v1::StatsResponse* resp, std::function<void(grpc::Status)> cb) {
+          stub->async()->Stats(ctx, req, resp, std::move(cb));
+        },
+        [fan, out, s](const absl::Status& status, v1::StatsResponse* r) {
+          if (status.ok() && r->tables_size() == 1) {
+            const v1::TableStats& t = r->tables(0);
+            out->shard = s;
+            out->version = t.info().version();
+            out->pushes = t.pushes();
+            out->rejected = t.rejected();
+            out->downweighted = t.downweighted();
+            out->late = t.late_pushes();
+            out->tau_mean = t.tau().mean();
+            out->tau_p50 = t.tau().p50();
+            out->tau_p99 = t.tau().p99();
+            out->tau_max = t.tau().max();
+            out->steps_closed = t.steps_closed();
+            out->timeout_closes = t.timeout_closes();
+            out->step_wait_p50_s = t.step_wait_s().p50();
+            out->step_wait_p99_s = t.step_wait_s().p99();
+            out->step_wait_max_s = t.step_wait_s().max();
+            out->last_straggler = t.has_straggler() ? t.last_straggler() : -1;
+            out->live_workers = r->live_workers();
+            out->dead_workers = r->dead_workers();
+            out->lease_expirations = r->lease_expirations();
+          }
+          fan->Report(status);
+        });
+  }
+  RETURN_IF_ERROR(promise->get_future().get());
+  return all;
 }
 
 absl::StatusOr<PullInfo> GrpcClient::PullDense(absl::string_view table,

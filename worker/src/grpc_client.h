@@ -12,11 +12,13 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "taups/client.h"
 #include "worker/src/delayed_runner.h"
 #include "worker/src/retrying_call.h"
@@ -35,6 +37,16 @@ class GrpcClient final : public Client {
 
   absl::Status CreateTable(const TableConfig& config) override;
   absl::StatusOr<TableConfig> OpenTable(absl::string_view name) override;
+  absl::Status SetConsistency(absl::string_view table,
+                              const ConsistencyConfig& consistency,
+                              const StalenessConfig& staleness) override;
+  absl::StatusOr<std::vector<TableShardStats>> Stats(
+      absl::string_view table) override;
+  uint64_t clock() const override { return clock_.load(); }
+  void Clock() override { clock_.fetch_add(1); }
+
+  // Registers with every shard and starts the heartbeat thread.
+  absl::Status StartMembership();
 
   absl::StatusOr<PullInfo> PullDense(absl::string_view table,
                                      absl::Span<float> values) override;
@@ -72,6 +84,10 @@ class GrpcClient final : public Client {
   // Tracks the shard's incarnation; true if it changed since last seen.
   bool NoteIncarnation(uint32_t shard, uint64_t incarnation);
   v1::PushOrigin NextOrigin();
+  // Moves the clock up to `step` if it is behind.
+  void CatchUp(uint64_t step);
+  absl::Status RegisterWith(uint32_t shard);
+  void HeartbeatLoop();
 
   template <typename Request, typename Response, typename Invoke>
   void Call(uint32_t shard, Request request, Invoke invoke,
@@ -86,6 +102,10 @@ class GrpcClient final : public Client {
   std::vector<std::unique_ptr<ShardChannels>> shards_;
   std::unique_ptr<std::atomic<uint64_t>[]> incarnations_;  // per shard; 0 = unseen
   std::atomic<uint64_t> next_seq_{1};
+  std::atomic<uint64_t> clock_{0};
+  std::atomic<int64_t> heartbeat_every_ms_{1000};
+  absl::Notification stop_heartbeats_;
+  std::thread heartbeat_thread_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<const TableMeta>> tables_
       ABSL_GUARDED_BY(mu_);

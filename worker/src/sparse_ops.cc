@@ -39,6 +39,7 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
   info.shard_touched.assign(shards_.size(), false);
   if (keys.empty()) return info;
 
+  const absl::Time start = absl::Now();
   const std::vector<ShardKeys> groups = GroupKeysByShard(keys, num_shards());
   const uint32_t dim = config.dim;
   absl::Mutex mu;
@@ -54,6 +55,7 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
     request.set_table(name);
     PackInto<uint64_t>(groups[s].keys, request.mutable_keys());
     request.set_worker_id(options_.worker_id);
+    request.set_clock(clock_.load());
     const ShardKeys* group = &groups[s];
     Call<v1::PullSparseRequest, v1::PullSparseResponse>(
         s, std::move(request),
@@ -81,6 +83,7 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
           {
             absl::MutexLock lock(&mu);
             info.shard_versions[s] = response->version();
+            info.step = std::max(info.step, response->step());
             info.shard_touched[s] = true;
             if (restarted) ++info.server_incarnation_changed;
           }
@@ -89,6 +92,8 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
   }
   absl::Status status = done.get_future().get();
   if (!status.ok()) return status;
+  info.elapsed = absl::Now() - start;
+  CatchUp(info.step);
   RecordPull(name, info);
   return info;
 }
@@ -122,6 +127,10 @@ absl::StatusOr<PushResult> GrpcClient::PushSparse(
   auto fan = std::make_shared<FanIn>(
       calls, [&done](absl::Status s) { done.set_value(s); });
   const v1::PushOrigin origin = NextOrigin();
+  double norm_sq = 0.0;
+  for (const auto& shard_gradients : merged) {
+    for (float g : shard_gradients) norm_sq += static_cast<double>(g) * g;
+  }
   for (uint32_t s = 0; s < groups.size(); ++s) {
     if (groups[s].keys.empty()) continue;
     v1::PushSparseRequest request;
@@ -130,6 +139,8 @@ absl::StatusOr<PushResult> GrpcClient::PushSparse(
     PackInto<float>(merged[s], request.mutable_gradients());
     *request.mutable_origin() = origin;
     request.set_base_version(base[s]);
+    request.set_clock(clock_.load());
+    request.set_push_norm_sq(norm_sq);
     Call<v1::PushSparseRequest, v1::PushResponse>(
         s, std::move(request),
         [](Stub* stub, grpc::ClientContext* ctx,

@@ -19,7 +19,21 @@ namespace taups {
 enum class TableKind { kDense, kSparse };
 enum class OptimizerKind { kSgd, kAdagrad };
 enum class InitializerKind { kZeros, kUniform, kNormal };
-enum class ConsistencyKind { kAsync };
+// When updates apply and what pulls wait for (see ConsistencyConfig).
+enum class ConsistencyKind { kAsync, kSync, kSemiSync, kSsp };
+// Semi-sync: what happens to workers that miss a step's close.
+enum class LatePolicy {
+  kDrop,       // the step's mean is over the arrivals; late pushes refused
+  kReuseLast,  // a missing worker's previous gradient stands in for it
+  kApplyLate,  // a late push is applied on arrival, down-weighted by its tau
+};
+// Learning-rate factor f(tau) applied to a stale push.
+enum class DownweightKind {
+  kNone,            // 1
+  kInverse,         // 1 / max(1, tau)      (Zhang et al. 2016)
+  kInversePlusOne,  // 1 / (1 + tau)
+  kExponential,     // exp(-lambda * tau)
+};
 
 // Server-side update rule applied to every accepted gradient.
 struct OptimizerConfig {
@@ -38,6 +52,50 @@ struct InitializerConfig {
   uint64_t seed = 0;
 };
 
+// Consistency model of a table.
+//   async:     pushes apply at once; pulls never wait.
+//   sync:      a step is applied once, as the mean of every live worker's
+//              gradient for it; a pull for the next step waits until then.
+//   semi_sync: a step closes when `quorum` of the live workers pushed it, or
+//              `step_timeout` after it opened (with at least one arrival);
+//              `late` says what happens to the workers that missed it.
+//   ssp:       pushes apply at once; a worker at clock c may pull only when
+//              every live worker has reached clock c - staleness_bound.
+// Sync, semi-sync and SSP count the workers registered with the shard
+// (leases renewed by heartbeat); no step closes before `num_workers`
+// workers have registered, so a start-up race cannot close steps early.
+struct ConsistencyConfig {
+  ConsistencyKind kind = ConsistencyKind::kAsync;
+  uint32_t num_workers = 0;  // sync/semi_sync/ssp: workers expected at start
+  float quorum = 1.0f;       // semi_sync: fraction of live workers, (0, 1]
+  double step_timeout_s = 0.0;  // semi_sync: 0 = wait for the quorum only
+  LatePolicy late = LatePolicy::kDrop;
+  uint32_t staleness_bound = 0;  // ssp: s
+};
+
+// What the server does with a push computed on stale parameters (tau > 0),
+// and the guards of [S15]. Applied by every policy where tau can be > 0.
+struct StalenessConfig {
+  // Refuse pushes with tau > tau_max (answered accepted=false with the
+  // reason); when false every tau is accepted.
+  bool reject_above_tau_max = false;
+  uint64_t tau_max = 0;
+  DownweightKind downweight = DownweightKind::kNone;
+  float downweight_lambda = 0.1f;  // kExponential's lambda
+  // DC-ASGD (Zheng et al. 2017): g + lambda * g*g*(theta_now - theta_pulled).
+  // Dense tables only; the shard keeps a copy of its range for every worker
+  // that pulls (memory: workers x range floats).
+  bool delay_compensation = false;
+  float delay_compensation_lambda = 0.04f;
+  // Scale each push so its L2 norm is at most clip_norm; 0 = no clipping.
+  // The norm is of the whole push (the client sends it) when known, else of
+  // the part this shard receives.
+  float clip_norm = 0.0f;
+  // Linear learning-rate warm-up over the table's first warmup_versions
+  // updates on this shard: factor (version + 1) / warmup_versions.
+  uint64_t warmup_versions = 0;
+};
+
 struct TableConfig {
   std::string name;
   TableKind kind = TableKind::kDense;
@@ -45,7 +103,8 @@ struct TableConfig {
   uint32_t dim = 0;         // sparse only: floats per row
   OptimizerConfig optimizer;
   InitializerConfig initializer;
-  ConsistencyKind consistency = ConsistencyKind::kAsync;
+  ConsistencyConfig consistency;
+  StalenessConfig staleness;
 
   static TableConfig Dense(std::string name, uint64_t size);
   static TableConfig Sparse(std::string name, uint32_t dim);
@@ -56,10 +115,15 @@ struct TableConfig {
 
 bool operator==(const OptimizerConfig& a, const OptimizerConfig& b);
 bool operator==(const InitializerConfig& a, const InitializerConfig& b);
+bool operator==(const ConsistencyConfig& a, const ConsistencyConfig& b);
+bool operator==(const StalenessConfig& a, const StalenessConfig& b);
 bool operator==(const TableConfig& a, const TableConfig& b);
 
 const char* TableKindName(TableKind kind);
 const char* OptimizerKindName(OptimizerKind kind);
+const char* ConsistencyKindName(ConsistencyKind kind);
+const char* LatePolicyName(LatePolicy late);
+const char* DownweightKindName(DownweightKind kind);
 
 // Limits that keep one request or table from exhausting a shard.
 inline constexpr uint64_t kMaxDenseTableSize = uint64_t{1} << 34;  // 64 GiB fp32

@@ -18,7 +18,12 @@
 // pull (pipelined training).
 //
 // Thread-safety: a Client is safe to use from many threads at once. Spans
-// passed to the *Async forms must stay valid until the future is ready.
+// passed to the *Async forms must stay valid until the future is ready, and
+// every future must be ready before the Client is destroyed.
+//
+// Consistency: on sync, semi_sync and ssp tables a pull waits (up to
+// call_timeout) until the table's policy lets this worker's clock read; call
+// Clock() after each step.
 //
 // Every call has a deadline (ClientOptions::call_timeout) and retries with
 // exponential backoff while a shard answers UNAVAILABLE.
@@ -59,6 +64,12 @@ struct ClientOptions {
   size_t slice_bytes = size_t{1} << 20;
   // gRPC channels opened to each shard; slices are spread over them.
   int channels_per_shard = 2;
+  // Register with every shard at Connect and renew the lease by heartbeat
+  // from a background thread. Required by sync, semi_sync and ssp tables
+  // (they count registered workers); harmless for async ones.
+  bool register_worker = true;
+  // Lease asked for; zero = the server's default (ps_server --lease_s).
+  absl::Duration lease = absl::ZeroDuration();
 
   absl::Status Validate() const;
 };
@@ -68,6 +79,11 @@ struct PullInfo {
   std::vector<uint64_t> shard_versions;  // indexed by shard; 0 where untouched
   std::vector<bool> shard_touched;
   uint64_t server_incarnation_changed = 0;  // shards whose incarnation changed
+  // sync / semi_sync: the step the table is gathering (the client's clock
+  // moves up to it if it was behind).
+  uint64_t step = 0;
+  // Time the pull spent, including any wait for the table's policy.
+  absl::Duration elapsed;
 };
 
 struct ShardPushResult {
@@ -84,6 +100,24 @@ struct PushResult {
   bool all_accepted() const;
   uint64_t max_tau() const;
   double mean_tau() const;  // over touched shards
+};
+
+// One shard's view of one table's staleness and steps (see Client::Stats).
+struct TableShardStats {
+  uint32_t shard = 0;
+  uint64_t version = 0;
+  uint64_t pushes = 0;
+  uint64_t rejected = 0;
+  uint64_t downweighted = 0;
+  uint64_t late = 0;
+  double tau_mean = 0, tau_p50 = 0, tau_p99 = 0, tau_max = 0;
+  uint64_t steps_closed = 0;
+  uint64_t timeout_closes = 0;
+  double step_wait_p50_s = 0, step_wait_p99_s = 0, step_wait_max_s = 0;
+  int64_t last_straggler = -1;  // worker whose arrival closed the last step
+  uint32_t live_workers = 0;
+  uint32_t dead_workers = 0;
+  uint64_t lease_expirations = 0;
 };
 
 class Client {
@@ -107,6 +141,20 @@ class Client {
   virtual absl::Status CreateTable(const TableConfig& config) = 0;
   // Looks an existing table up on the shards. NOT_FOUND if absent.
   virtual absl::StatusOr<TableConfig> OpenTable(absl::string_view name) = 0;
+  // Admin: changes a table's consistency policy and staleness treatment on
+  // every shard.
+  virtual absl::Status SetConsistency(absl::string_view table,
+                                      const ConsistencyConfig& consistency,
+                                      const StalenessConfig& staleness) = 0;
+  // What every shard measured for `table`.
+  virtual absl::StatusOr<std::vector<TableShardStats>> Stats(
+      absl::string_view table) = 0;
+
+  // The worker clock: steps this worker has completed. Pulls and pushes
+  // carry it; sync/semi_sync/ssp tables use it for barriers. Call Clock()
+  // once after each step (after pushing every table of that step).
+  virtual uint64_t clock() const = 0;
+  virtual void Clock() = 0;
 
   // Dense tables. `values` / `gradient` cover the whole table
   // (size == dense_size).

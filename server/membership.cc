@@ -1,0 +1,106 @@
+#include "server/membership.h"
+
+#include <algorithm>
+
+#include "spdlog/spdlog.h"
+
+namespace taups {
+
+Membership::Membership(const Clock* clock, absl::Duration default_lease)
+    : clock_(clock), default_lease_(default_lease) {}
+
+Membership::Registration Membership::Register(uint32_t worker,
+                                              uint64_t incarnation,
+                                              absl::Duration lease) {
+  Registration result;
+  result.lease = lease > absl::ZeroDuration() ? lease : default_lease_;
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = workers_.try_emplace(worker);
+  WorkerStatus& w = it->second;
+  result.rejoined = !inserted;
+  if (!inserted && w.live && w.incarnation != incarnation) {
+    spdlog::warn("worker {} re-registered with a new incarnation {:016x}; "
+                 "the old one ({:016x}) is gone",
+                 worker, incarnation, w.incarnation);
+  } else if (!inserted && !w.live) {
+    spdlog::info("worker {} rejoined after being declared dead", worker);
+  }
+  w.worker_id = worker;
+  w.incarnation = incarnation;
+  w.live = true;
+  w.last_seen = clock_->Now();
+  w.lease = result.lease;
+  return result;
+}
+
+bool Membership::Heartbeat(uint32_t worker, uint64_t incarnation) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(worker);
+  if (it == workers_.end() || !it->second.live ||
+      it->second.incarnation != incarnation) {
+    return false;
+  }
+  it->second.last_seen = clock_->Now();
+  return true;
+}
+
+std::vector<uint32_t> Membership::Expire() {
+  const absl::Time now = clock_->Now();
+  std::vector<uint32_t> died;
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, w] : workers_) {
+    if (w.live && now - w.last_seen > w.lease) {
+      w.live = false;
+      ++lease_expirations_;
+      died.push_back(id);
+      spdlog::warn(
+          "worker {} declared DEAD: no heartbeat for {} (lease {}, last seen "
+          "{}); it leaves every barrier and quorum until it registers again",
+          id, absl::FormatDuration(now - w.last_seen),
+          absl::FormatDuration(w.lease),
+          absl::FormatTime("%Y-%m-%d %H:%M:%E3S", w.last_seen,
+                           absl::UTCTimeZone()));
+    }
+  }
+  std::sort(died.begin(), died.end());
+  return died;
+}
+
+bool Membership::IsLive(uint32_t worker) const {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(worker);
+  return it != workers_.end() && it->second.live;
+}
+
+std::vector<uint32_t> Membership::LiveWorkers() const {
+  std::vector<uint32_t> live;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, w] : workers_) {
+    if (w.live) live.push_back(id);
+  }
+  std::sort(live.begin(), live.end());
+  return live;
+}
+
+std::vector<WorkerStatus> Membership::Workers() const {
+  std::vector<WorkerStatus> all;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, w] : workers_) all.push_back(w);
+  std::sort(all.begin(), all.end(),
+            [](const WorkerStatus& a, const WorkerStatus& b) {
+              return a.worker_id < b.worker_id;
+            });
+  return all;
+}
+
+size_t Membership::ever_registered() const {
+  absl::MutexLock lock(&mu_);
+  return workers_.size();
+}
+
+uint64_t Membership::lease_expirations() const {
+  absl::MutexLock lock(&mu_);
+  return lease_expirations_;
+}
+
+}  // namespace taups

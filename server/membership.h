@@ -1,0 +1,65 @@
+// Membership: which workers are alive, by lease.
+//
+// A worker registers (id, incarnation) and renews its lease by heartbeat.
+// Expire() declares every worker whose lease ran out dead, logs a warning
+// with its id and last-seen time, and counts it; a dead worker may register
+// again and is then live once more ([S17]: a dead worker must not go
+// unnoticed, and must not hang a barrier).
+//
+// Thread-safe (one internal mutex; never held while calling out).
+#ifndef TAUPS_SERVER_MEMBERSHIP_H_
+#define TAUPS_SERVER_MEMBERSHIP_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+
+namespace taups {
+
+struct WorkerStatus {
+  uint32_t worker_id = 0;
+  uint64_t incarnation = 0;
+  bool live = false;
+  absl::Time last_seen;
+  absl::Duration lease;
+};
+
+class Membership {
+ public:
+  Membership(const Clock* clock, absl::Duration default_lease);
+
+  struct Registration {
+    absl::Duration lease;
+    bool rejoined = false;  // it was known before (dead, or an older incarnation)
+  };
+  // Registers or re-registers; `lease` <= 0 means the default.
+  Registration Register(uint32_t worker, uint64_t incarnation,
+                        absl::Duration lease) ABSL_LOCKS_EXCLUDED(mu_);
+  // Renews the lease. False when the worker is unknown, dead, or of another
+  // incarnation: it must register again.
+  bool Heartbeat(uint32_t worker, uint64_t incarnation) ABSL_LOCKS_EXCLUDED(mu_);
+  // Declares expired leases dead; returns the workers that just died.
+  std::vector<uint32_t> Expire() ABSL_LOCKS_EXCLUDED(mu_);
+
+  bool IsLive(uint32_t worker) const ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<uint32_t> LiveWorkers() const ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<WorkerStatus> Workers() const ABSL_LOCKS_EXCLUDED(mu_);
+  size_t ever_registered() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t lease_expirations() const ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Duration default_lease() const { return default_lease_; }
+
+ private:
+  const Clock* const clock_;
+  const absl::Duration default_lease_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<uint32_t, WorkerStatus> workers_ ABSL_GUARDED_BY(mu_);
+  uint64_t lease_expirations_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace taups
+
+#endif  // TAUPS_SERVER_MEMBERSHIP_H_

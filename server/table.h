@@ -1,0 +1,57 @@
+// The parameter storage of one table on one shard, as the consistency
+// controller sees it: apply a gradient, or gather gradients into a step
+// buffer and apply the buffer once.
+//
+// Implementations (DenseTable, SparseTable) are thread-safe with their own
+// fine-grained locks; callers validate requests before calling.
+#ifndef TAUPS_SERVER_TABLE_H_
+#define TAUPS_SERVER_TABLE_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/types/span.h"
+#include "taups/table_config.h"
+
+namespace taups {
+
+// One piece of a gradient. Dense: `values` for elements [offset, offset +
+// values.size()). Sparse: `values` holds keys.size() rows of `dim` floats.
+struct GradientPart {
+  uint64_t offset = 0;
+  absl::Span<const uint64_t> keys;
+  absl::Span<const float> values;
+};
+
+// A sum of gradient parts, kept until a step closes. Thread-compatible.
+class StepBuffer {
+ public:
+  virtual ~StepBuffer() = default;
+  // this += scale * part
+  virtual void Add(const GradientPart& part, float scale) = 0;
+  // this += scale * other (same table)
+  virtual void AddBuffer(const StepBuffer& other, float scale) = 0;
+  virtual bool empty() const = 0;
+  virtual void Clear() = 0;
+};
+
+class Table {
+ public:
+  virtual ~Table() = default;
+  virtual const TableConfig& config() const = 0;
+  // Optimizer step with `part` as the gradient, learning rate scaled by
+  // lr_factor. `worker` is the pusher (delay compensation reads what it
+  // last pulled).
+  virtual void Apply(const GradientPart& part, float lr_factor,
+                     uint32_t worker) = 0;
+  virtual std::unique_ptr<StepBuffer> NewBuffer() const = 0;
+  // Optimizer step with scale * buffer as the gradient.
+  virtual void ApplyBuffer(const StepBuffer& buffer, float scale,
+                           float lr_factor) = 0;
+  // The table's staleness settings changed (admin call).
+  virtual void SetStaleness(const StalenessConfig& /*staleness*/) {}
+};
+
+}  // namespace taups
+
+#endif  // TAUPS_SERVER_TABLE_H_
