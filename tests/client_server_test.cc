@@ -255,3 +255,75 @@ TEST_CASE("a call to a shard that never comes back fails with UNAVAILABLE") {
 
 }  // namespace
 }  // namespace taups
+
+namespace taups {
+namespace {
+
+TEST_CASE("sync over gRPC: a pull for the next step waits for every worker") {
+  Cluster cluster(2);
+  auto a = cluster.Connect(0);
+  auto b = cluster.Connect(1);
+  TableConfig config = Sgd(TableConfig::Dense("w", 10), 1.0f);
+  config.consistency.kind = ConsistencyKind::kSync;
+  config.consistency.num_workers = 2;
+  REQUIRE(a->CreateTable(config).ok());
+  REQUIRE(b->CreateTable(config).ok());
+  std::vector<float> pa(10), pb(10);
+  REQUIRE(a->PullDense("w", absl::MakeSpan(pa)).ok());
+  REQUIRE(b->PullDense("w", absl::MakeSpan(pb)).ok());
+  REQUIRE(a->PushDense("w", std::vector<float>(10, 2.0f)).ok());
+  a->Clock();
+  REQUIRE(a->clock() == 1);
+  auto waiting = a->PullDenseAsync("w", absl::MakeSpan(pa));
+  REQUIRE(waiting.wait_for(std::chrono::milliseconds(300)) ==
+          std::future_status::timeout);
+  REQUIRE(b->PushDense("w", std::vector<float>(10, 4.0f)).ok());
+  b->Clock();
+  auto info = waiting.get();
+  REQUIRE(info.ok());
+  REQUIRE(info->elapsed >= absl::Milliseconds(250));
+  REQUIRE(pa == std::vector<float>(10, -3.0f));  // mean of 2 and 4
+  REQUIRE(info->shard_versions == std::vector<uint64_t>{1, 1});
+
+  auto stats = a->Stats("w");
+  REQUIRE(stats.ok());
+  for (const TableShardStats& s : *stats) {
+    REQUIRE(s.steps_closed == 1);
+    REQUIRE(s.last_straggler == 1);  // worker 1 arrived last
+    REQUIRE(s.step_wait_max_s >= 0.25);
+    REQUIRE(s.live_workers == 2);
+  }
+}
+
+TEST_CASE("a worker whose heartbeats stop is declared dead and sync goes on") {
+  Cluster cluster(1);
+  ClientOptions options;
+  options.servers = cluster.addresses;
+  options.lease = absl::Milliseconds(300);
+  options.worker_id = 0;
+  auto a = Client::Connect(options);
+  REQUIRE(a.ok());
+  options.worker_id = 1;
+  auto b = Client::Connect(options);
+  REQUIRE(b.ok());
+  TableConfig config = Sgd(TableConfig::Dense("w", 4), 1.0f);
+  config.consistency.kind = ConsistencyKind::kSync;
+  config.consistency.num_workers = 2;
+  REQUIRE((*a)->CreateTable(config).ok());
+  std::vector<float> p(4);
+  REQUIRE((*a)->PullDense("w", absl::MakeSpan(p)).ok());
+  REQUIRE((*a)->PushDense("w", std::vector<float>(4, 1.0f)).ok());
+  (*a)->Clock();
+  b->reset();  // worker 1 dies without pushing: its heartbeats stop
+  const absl::Time start = absl::Now();
+  REQUIRE((*a)->PullDense("w", absl::MakeSpan(p)).ok());  // not stuck forever
+  REQUIRE(absl::Now() - start < absl::Seconds(5));
+  REQUIRE(p == std::vector<float>(4, -1.0f));
+  auto stats = (*a)->Stats("w");
+  REQUIRE(stats.ok());
+  REQUIRE((*stats)[0].dead_workers == 1);
+  REQUIRE((*stats)[0].lease_expirations == 1);
+}
+
+}  // namespace
+}  // namespace taups

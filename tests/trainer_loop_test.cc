@@ -3,6 +3,7 @@
 // initializer code, so they are tested without processes or a network.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,6 +57,17 @@ class InMemoryClient final : public Client {
     if (it == tables_.end()) return absl::NotFoundError("no such table");
     return it->second.config;
   }
+
+  absl::Status SetConsistency(absl::string_view, const ConsistencyConfig&,
+                              const StalenessConfig&) override {
+    return absl::UnimplementedError("in-memory client: async only");
+  }
+  absl::StatusOr<std::vector<TableShardStats>> Stats(
+      absl::string_view) override {
+    return absl::UnimplementedError("in-memory client: no stats");
+  }
+  uint64_t clock() const override { return clock_; }
+  void Clock() override { ++clock_; }
 
   absl::StatusOr<PullInfo> PullDense(absl::string_view name,
                                      absl::Span<float> values) override {
@@ -183,6 +195,7 @@ class InMemoryClient final : public Client {
     return result;
   }
 
+  std::atomic<uint64_t> clock_{0};
   std::mutex mu_;
   std::map<std::string, Table> tables_;
   int64_t sparse_rows_pushed_ = 0;
@@ -210,6 +223,7 @@ TEST_CASE("MLP training loop reaches 80% test accuracy", "[trainer][loop]") {
   CHECK(*summary->test_accuracy >= 0.80);
   CHECK(summary->final_loss < 0.8);
   CHECK(summary->tau_max == 0);  // one worker, synchronous pull-push
+  CHECK(client.clock() == 600);  // Clock() once per step
   // The table lives in the client under the documented config.
   auto config = client.OpenTable(kMlpTableName);
   REQUIRE(config.ok());
@@ -244,6 +258,7 @@ TEST_CASE("CTR training loop approaches the planted model", "[trainer][loop]") {
   CHECK(*summary->auc > 0.68);
   CHECK(*summary->auc <= *summary->planted_auc + 0.01);
   CHECK(client.sparse_pushes() == 600);
+  CHECK(client.clock() == 600);
 }
 
 TEST_CASE("Training summary JSON", "[trainer][loop]") {
