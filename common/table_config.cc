@@ -179,4 +179,44 @@ const char* DownweightKindName(DownweightKind kind) {
   return "?";
 }
 
+namespace {
+
+template <typename Enum, size_t N>
+absl::Status ParseByName(absl::string_view what, absl::string_view text,
+                         const Enum (&values)[N], const char* (*name)(Enum),
+                         Enum* out) {
+  std::string valid;
+  for (Enum v : values) {
+    if (text == name(v)) {
+      *out = v;
+      return absl::OkStatus();
+    }
+    absl::StrAppend(&valid, valid.empty() ? "" : "|", name(v));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown ", what, " '", text, "'; expected ", valid));
+}
+
+}  // namespace
+
+absl::Status ParseConsistencyKind(absl::string_view text, ConsistencyKind* out) {
+  static constexpr ConsistencyKind kAll[] = {
+      ConsistencyKind::kAsync, ConsistencyKind::kSync,
+      ConsistencyKind::kSemiSync, ConsistencyKind::kSsp};
+  return ParseByName("consistency", text, kAll, ConsistencyKindName, out);
+}
+
+absl::Status ParseLatePolicy(absl::string_view text, LatePolicy* out) {
+  static constexpr LatePolicy kAll[] = {LatePolicy::kDrop, LatePolicy::kReuseLast,
+                                        LatePolicy::kApplyLate};
+  return ParseByName("late policy", text, kAll, LatePolicyName, out);
+}
+
+absl::Status ParseDownweightKind(absl::string_view text, DownweightKind* out) {
+  static constexpr DownweightKind kAll[] = {
+      DownweightKind::kNone, DownweightKind::kInverse,
+      DownweightKind::kInversePlusOne, DownweightKind::kExponential};
+  return ParseByName("down-weight function", text, kAll, DownweightKindName, out);
+}
+
 }  // namespace taups

@@ -380,6 +380,20 @@ absl::StatusOr<std::vector<TableShardStats>> GrpcClient::Stats(
             out->live_workers = r->live_workers();
             out->dead_workers = r->dead_workers();
             out->lease_expirations = r->lease_expirations();
+            for (const v1::WorkerStats& w : t.workers()) {
+              WorkerShardStats& ws = out->workers.emplace_back();
+              ws.worker_id = w.worker_id();
+              ws.live = w.live();
+              ws.clock = w.clock();
+              ws.last_seen_age_s = w.last_seen_age_s();
+              ws.tau_mean = w.tau().mean();
+              ws.tau_max = w.tau().max();
+              ws.pushes = w.tau().count();
+              ws.rejected = w.rejected();
+              ws.downweighted = w.downweighted();
+              ws.closed_steps_as_last = w.steps_closed_last();
+              ws.missed_steps = w.missed_steps();
+            }
           }
           fan->Report(status);
         });

@@ -124,6 +124,10 @@ const char* OptimizerKindName(OptimizerKind kind);
 const char* ConsistencyKindName(ConsistencyKind kind);
 const char* LatePolicyName(LatePolicy late);
 const char* DownweightKindName(DownweightKind kind);
+// Inverse of the *Name functions; INVALID_ARGUMENT listing the valid names.
+absl::Status ParseConsistencyKind(absl::string_view text, ConsistencyKind* out);
+absl::Status ParseLatePolicy(absl::string_view text, LatePolicy* out);
+absl::Status ParseDownweightKind(absl::string_view text, DownweightKind* out);
 
 // Limits that keep one request or table from exhausting a shard.
 inline constexpr uint64_t kMaxDenseTableSize = uint64_t{1} << 34;  // 64 GiB fp32

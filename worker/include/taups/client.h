@@ -102,6 +102,20 @@ struct PushResult {
   double mean_tau() const;  // over touched shards
 };
 
+// One worker as one shard sees it, for one table.
+struct WorkerShardStats {
+  uint32_t worker_id = 0;
+  bool live = false;
+  uint64_t clock = 0;
+  double last_seen_age_s = 0;
+  double tau_mean = 0, tau_max = 0;
+  uint64_t pushes = 0;
+  uint64_t rejected = 0;
+  uint64_t downweighted = 0;
+  uint64_t closed_steps_as_last = 0;  // steps it held up (it arrived last)
+  uint64_t missed_steps = 0;          // semi-sync steps closed without it
+};
+
 // One shard's view of one table's staleness and steps (see Client::Stats).
 struct TableShardStats {
   uint32_t shard = 0;
@@ -118,6 +132,7 @@ struct TableShardStats {
   uint32_t live_workers = 0;
   uint32_t dead_workers = 0;
   uint64_t lease_expirations = 0;
+  std::vector<WorkerShardStats> workers;
 };
 
 class Client {

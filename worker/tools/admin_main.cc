@@ -1,0 +1,107 @@
+// ps_admin: look at and steer a running tauPS cluster.
+//
+//   ps_admin --servers=h:p,h:p stats --table=mlp
+//   ps_admin --servers=h:p,h:p set-policy --table=mlp --num_workers=4 \
+//            --consistency=semi_sync --quorum=0.75 --late=reuse_last
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+#include "taups/client.h"
+#include "worker/tools/policy_flags.h"
+
+ABSL_FLAG(std::string, servers, "",
+          "Comma-separated host:port of every shard, in shard order");
+ABSL_FLAG(std::string, table, "", "The table to inspect or change");
+ABSL_FLAG(uint32_t, num_workers, 0,
+          "set-policy: workers a sync/semi_sync/ssp barrier expects");
+
+namespace taups {
+namespace {
+
+absl::StatusOr<std::unique_ptr<Client>> ConnectAdmin() {
+  ClientOptions options;
+  options.servers = absl::StrSplit(absl::GetFlag(FLAGS_servers), ',',
+                                   absl::SkipWhitespace());
+  options.register_worker = false;  // an observer, not a worker
+  options.worker_id = UINT32_MAX;
+  options.connect_timeout = absl::Seconds(5);
+  return Client::Connect(options);
+}
+
+absl::Status PrintStats(Client& client, const std::string& table) {
+  ASSIGN_OR_RETURN(std::vector<TableShardStats> shards, client.Stats(table));
+  for (const TableShardStats& s : shards) {
+    std::printf(
+        "shard %u table %s: version %lu, pushes %lu, tau mean %.2f p50 %.0f "
+        "p99 %.0f max %.0f, rejected %lu, down-weighted %lu, late %lu, "
+        "workers live %u dead %u (lease expirations %lu)\n",
+        s.shard, table.c_str(), s.version, s.pushes, s.tau_mean, s.tau_p50,
+        s.tau_p99, s.tau_max, s.rejected, s.downweighted, s.late,
+        s.live_workers, s.dead_workers, s.lease_expirations);
+    if (s.steps_closed > 0) {
+      std::printf(
+          "  steps closed %lu (%lu by timeout); wait p50 %.3fs p99 %.3fs max "
+          "%.3fs; last step held up by worker %ld\n",
+          s.steps_closed, s.timeout_closes, s.step_wait_p50_s,
+          s.step_wait_p99_s, s.step_wait_max_s, s.last_straggler);
+    }
+    for (const WorkerShardStats& w : s.workers) {
+      std::printf(
+          "  worker %-4u %-4s clock %-7lu seen %.1fs ago  pushes %-7lu tau "
+          "mean %.2f max %.0f  rejected %lu  down-weighted %lu  held up %lu "
+          "steps  missed %lu\n",
+          w.worker_id, w.live ? "live" : "DEAD", w.clock, w.last_seen_age_s,
+          w.pushes, w.tau_mean, w.tau_max, w.rejected, w.downweighted,
+          w.closed_steps_as_last, w.missed_steps);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Run(const std::vector<char*>& args) {
+  if (args.size() != 2) {
+    return absl::InvalidArgumentError(
+        "usage: ps_admin --servers=... --table=T stats|set-policy [policy flags]");
+  }
+  const std::string command = args[1];
+  const std::string table = absl::GetFlag(FLAGS_table);
+  if (table.empty()) return absl::InvalidArgumentError("--table is required");
+  ASSIGN_OR_RETURN(std::unique_ptr<Client> client, ConnectAdmin());
+  if (command == "stats") return PrintStats(*client, table);
+  if (command == "set-policy") {
+    ASSIGN_OR_RETURN(PolicyFlags policy,
+                     PolicyFromFlags(absl::GetFlag(FLAGS_num_workers)));
+    RETURN_IF_ERROR(
+        client->SetConsistency(table, policy.consistency, policy.staleness));
+    std::printf("table %s: consistency now %s\n", table.c_str(),
+                ConsistencyKindName(policy.consistency.kind));
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError("unknown command '" + command +
+                                    "'; expected stats or set-policy");
+}
+
+}  // namespace
+}  // namespace taups
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Inspect or steer a tauPS cluster.\n"
+      "  ps_admin --servers=h:p,h:p --table=T stats\n"
+      "  ps_admin --servers=h:p,h:p --table=T --num_workers=N set-policy "
+      "--consistency=sync|semi_sync|ssp|async [--quorum --step_timeout_s "
+      "--late --ssp_bound --tau_max --downweight ...]");
+  const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  const absl::Status status = taups::Run(args);
+  if (!status.ok()) {
+    std::fprintf(stderr, "ps_admin: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
