@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <zlib.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -131,6 +132,26 @@ TEST_CASE("Image dataset scales pixels and validates labels", "[trainer][data]")
   }
   std::remove(images.c_str());
   std::remove(labels.c_str());
+}
+
+TEST_CASE("Pixel standardisation gives zero mean and unit variance",
+          "[trainer][data]") {
+  ImageDataset set;
+  set.num_examples = 2;
+  set.rows = 1;
+  set.cols = 2;
+  set.pixels = {0.0f, 0.5f, 1.0f, 0.5f};  // mean 0.5, stddev sqrt(0.125)
+  const PixelMoments m = ComputePixelMoments(set);
+  CHECK(m.mean == Approx(0.5));
+  CHECK(m.stddev == Approx(std::sqrt(0.125)));
+  StandardizePixels(m, set);
+  CHECK(set.pixels[0] == Approx(-std::sqrt(2.0)));
+  CHECK(set.pixels[1] == Approx(0.0).margin(1e-7));
+  CHECK(set.pixels[2] == Approx(std::sqrt(2.0)));
+  // A constant image set keeps stddev 1 (no division by zero).
+  ImageDataset flat;
+  flat.pixels = {0.3f, 0.3f};
+  CHECK(ComputePixelMoments(flat).stddev == 1.0f);
 }
 
 TEST_CASE("Real Fashion-MNIST files load with the documented sizes",

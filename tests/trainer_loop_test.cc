@@ -293,6 +293,15 @@ TEST_CASE("Trainer options validation", "[trainer][loop]") {
   CHECK(o.EffectiveBatchSize() == kDefaultCtrBatchSize);
   o.batch_size = -1;
   CHECK(absl::IsInvalidArgument(o.Validate()));
+  // The mlp learning-rate decay: linear from 1, floored, only for mlp.
+  TrainerOptions mlp;
+  mlp.steps = 100;
+  CHECK(mlp.LrDecayFactor(0) == 1.0f);
+  CHECK(mlp.LrDecayFactor(50) == Approx(0.5f));
+  CHECK(mlp.LrDecayFactor(99) == kMinLrDecayFactor);
+  mlp.lr_decay = false;
+  CHECK(mlp.LrDecayFactor(99) == 1.0f);
+  CHECK(o.LrDecayFactor(99) == 1.0f);  // ctr: Adagrad, no decay
   CHECK(*ParseModelKind("ctr") == ModelKind::kCtr);
   CHECK(absl::IsInvalidArgument(ParseModelKind("cnn").status()));
 }

@@ -31,7 +31,7 @@ struct CtrSpec {
   double zipf_exponent = 1.1;
   int interaction_rank = 4;        // R
   double weight_stddev = 0.4;      // of each w
-  double interaction_stddev = 0.3; // of each component of each v
+  double interaction_stddev = 0.2; // of each component of each v
   double bias = -1.2;
   uint64_t seed = 1;               // fixes the planted model
 

@@ -93,6 +93,7 @@ TableConfig CtrDenseTableConfig(const TrainerOptions& options) {
       kCtrDenseTableName, DefaultCtrModelShape().num_dense_params());
   config.optimizer.kind = OptimizerKind::kAdagrad;
   config.optimizer.learning_rate = options.EffectiveLearningRate();
+  config.optimizer.adagrad_initial_accumulator = kCtrAdagradInitialAccumulator;
   config.initializer.kind = InitializerKind::kUniform;
   config.initializer.scale = kCtrDenseInitScale;
   config.initializer.seed = options.seed;
@@ -104,6 +105,7 @@ TableConfig CtrEmbeddingTableConfig(const TrainerOptions& options) {
       kCtrEmbeddingTableName, DefaultCtrModelShape().embedding_dim);
   config.optimizer.kind = OptimizerKind::kAdagrad;
   config.optimizer.learning_rate = options.EffectiveLearningRate();
+  config.optimizer.adagrad_initial_accumulator = kCtrAdagradInitialAccumulator;
   config.initializer.kind = InitializerKind::kUniform;
   config.initializer.scale = kCtrEmbeddingInitScale;
   config.initializer.seed = options.seed;
@@ -124,7 +126,7 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
                               options.table_wait));
 
   const CtrModelShape shape = DefaultCtrModelShape();
-  const int batch = options.batch_size;
+  const int batch = options.EffectiveBatchSize();
   const int input = shape.input();
   spdlog::info("ctr worker {}/{}: {} fields, embedding dim {}, dense table "
                "'{}' ({} floats), sparse table '{}', Adagrad lr {}, device {}",
@@ -183,6 +185,7 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
     if (!dense_pushed.ok()) {
       return WithContext(dense_pushed.status(), where + ": PushDense");
     }
+    client.Clock();  // both tables pushed: the step is done
     progress.RecordPush(*dense_pushed);
     progress.RecordPush(*sparse_push);
     progress.RecordStep(batch, loss);

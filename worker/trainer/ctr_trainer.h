@@ -6,7 +6,9 @@
 // U(-kCtrEmbeddingInitScale, +)), the dense MLP in a dense table
 // (kCtrDenseTableName, U(-kCtrDenseInitScale, +)); both use server-side
 // Adagrad at the options' learning rate, which suits the very uneven update
-// frequency of Zipf-distributed ids.
+// frequency of Zipf-distributed ids. The accumulator starts small
+// (kCtrAdagradInitialAccumulator) so a rare id's first updates are not damped
+// (the pushed gradients are batch means, hence small).
 //
 // Data: the planted model is fixed by --seed (all workers share it); each
 // worker draws its own endless training stream from (seed, worker_id); the
@@ -16,7 +18,7 @@
 // Each step: draw a batch, pull its embedding rows and the dense table
 // (concurrently), compute the mean log-loss gradient, push the dense gradient
 // with PushDense and the per-lookup embedding gradients with PushSparse (the
-// client sums duplicate keys). The final evaluation reports the learned
+// client sums duplicate keys), then Clock(). The final evaluation reports the learned
 // model's test log-loss and AUC next to the planted model's.
 //
 // Thread-compatible: runs on the calling thread.
@@ -38,6 +40,7 @@ inline constexpr char kCtrDenseTableName[] = "ctr_mlp";
 inline constexpr char kCtrEmbeddingTableName[] = "ctr_embeddings";
 inline constexpr float kCtrDenseInitScale = 0.2f;
 inline constexpr float kCtrEmbeddingInitScale = 0.05f;
+inline constexpr float kCtrAdagradInitialAccumulator = 1e-3f;
 inline constexpr int kCtrDefaultTestExamples = 50000;
 
 // The data and model shapes used by ps_worker (CtrSpec's defaults: 8 fields,

@@ -1,5 +1,8 @@
 #include "worker/trainer/fashion_mnist.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/trainer/idx_reader.h"
@@ -30,10 +33,31 @@ absl::StatusOr<ImageDataset> LoadIdxImageDataset(const std::string& images_path,
   set.num_classes = num_classes;
   set.pixels.resize(images.data.size());
   for (size_t i = 0; i < images.data.size(); ++i) {
-    set.pixels[i] = static_cast<float>(images.data[i]) * (1.0f / 255.0f);
+    set.pixels[i] = static_cast<float>(images.data[i]) / 255.0f;
   }
   set.labels = std::move(labels.data);
   return set;
+}
+
+PixelMoments ComputePixelMoments(const ImageDataset& set) {
+  PixelMoments moments;
+  if (set.pixels.empty()) return moments;
+  double sum = 0.0, sum_sq = 0.0;
+  for (float p : set.pixels) {
+    sum += p;
+    sum_sq += static_cast<double>(p) * p;
+  }
+  const double n = static_cast<double>(set.pixels.size());
+  const double mean = sum / n;
+  const double variance = std::max(0.0, sum_sq / n - mean * mean);
+  moments.mean = static_cast<float>(mean);
+  moments.stddev = variance > 0.0 ? static_cast<float>(std::sqrt(variance)) : 1.0f;
+  return moments;
+}
+
+void StandardizePixels(const PixelMoments& moments, ImageDataset& set) {
+  const float inv = 1.0f / moments.stddev;
+  for (float& p : set.pixels) p = (p - moments.mean) * inv;
 }
 
 absl::StatusOr<ImageDataset> LoadFashionMnist(const std::string& dir,

@@ -47,7 +47,7 @@ absl::StatusOr<DeviceKind> ParseDeviceKind(std::string_view text) {
   if (text == "cpu") return DeviceKind::kCpu;
   if (text == "cuda") return DeviceKind::kCuda;
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown device '", text, "'; expected auto, cpu or cuda"));
+      "unknown device '", std::string(text), "'; expected auto, cpu or cuda"));
 }
 
 bool CudaDeviceAvailable() { return CudaMathBackend::DeviceAvailable(); }

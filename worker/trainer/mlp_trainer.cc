@@ -51,20 +51,27 @@ absl::StatusOr<TrainingSummary> RunMlpTraining(Client& client,
                    LoadSplit(options.data_dir, DatasetSplit::kTrain));
   ASSIGN_OR_RETURN(ImageDataset test,
                    LoadSplit(options.data_dir, DatasetSplit::kTest));
+  // Standardise with the training set's moments (test set too, same values).
+  const PixelMoments moments = ComputePixelMoments(train);
+  StandardizePixels(moments, train);
+  StandardizePixels(moments, test);
   const TableConfig config = MlpTableConfig(options);
   RETURN_IF_ERROR(EnsureTable(client, config, options.create_tables,
                               options.table_wait));
   ASSIGN_OR_RETURN(ShardSampler sampler,
                    ShardSampler::Create(train.num_examples, options.worker_id,
                                         options.num_workers, options.seed));
-  spdlog::info("mlp worker {}/{}: {} training examples in its shard, {} test, "
-               "table '{}' ({} floats, SGD lr {}), device {}",
+  spdlog::info("mlp worker {}/{}: {} training examples in its shard, {} test "
+               "(pixels standardised: mean {:.4f}, stddev {:.4f}), table '{}' "
+               "({} floats, SGD lr {}{}), device {}",
                options.worker_id, options.num_workers, sampler.shard_size(),
-               test.num_examples, config.name, config.dense_size,
-               config.optimizer.learning_rate, backend.description());
+               test.num_examples, moments.mean, moments.stddev, config.name,
+               config.dense_size, config.optimizer.learning_rate,
+               options.lr_decay ? ", decayed linearly by the worker" : "",
+               backend.description());
 
   const MlpShape shape;
-  const int batch = options.batch_size;
+  const int batch = options.EffectiveBatchSize();
   const int dim = shape.input;
   Mlp mlp(shape, &backend);
   std::vector<float> params(shape.num_params()), grad(shape.num_params());
@@ -89,6 +96,10 @@ absl::StatusOr<TrainingSummary> RunMlpTraining(Client& client,
     ASSIGN_OR_RETURN(ClassifierStats stats,
                      mlp.LossAndGradient(params, x.data(), y.data(), batch,
                                          absl::MakeSpan(grad)));
+    const float decay = options.LrDecayFactor(step);
+    if (decay != 1.0f) {
+      for (float& g : grad) g *= decay;
+    }
     if (!std::isfinite(stats.mean_loss)) {
       return absl::InternalError(absl::StrCat(
           where, ": training loss is ", stats.mean_loss,
@@ -97,6 +108,7 @@ absl::StatusOr<TrainingSummary> RunMlpTraining(Client& client,
     absl::StatusOr<PushResult> pushed =
         client.PushDense(config.name, grad, &*pulled);
     if (!pushed.ok()) return WithContext(pushed.status(), where + ": PushDense");
+    client.Clock();  // step done: advances this worker's clock
     progress.RecordPush(*pushed);
     progress.RecordStep(batch, stats.mean_loss);
     window_correct += stats.correct;

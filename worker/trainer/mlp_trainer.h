@@ -8,10 +8,17 @@
 // with no "write weights" call; with this small network it trains as well as
 // per-layer Kaiming scales.)
 //
+// Inputs are standardised with the training set's pixel mean and stddev.
+// The server's SGD rate is constant; with options.lr_decay the worker scales
+// each pushed gradient by options.LrDecayFactor(step), i.e. the effective
+// rate decays linearly to 5% over the run, so the final model is not left
+// bouncing at a high rate.
+//
 // Each step: pull the whole table, compute the mean gradient of one batch
 // from this worker's shard (ShardSampler), push it against the versions it
-// was computed from (so the server measures tau). Nothing waits for other
-// workers: updates from all workers interleave on the servers.
+// was computed from (so the server measures tau), then Clock(). With the
+// default async table nothing waits for other workers: updates from all
+// workers interleave on the servers.
 //
 // Thread-compatible: runs on the calling thread.
 #ifndef TAUPS_WORKER_TRAINER_MLP_TRAINER_H_

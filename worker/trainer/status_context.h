@@ -5,6 +5,7 @@
 #ifndef TAUPS_WORKER_TRAINER_STATUS_CONTEXT_H_
 #define TAUPS_WORKER_TRAINER_STATUS_CONTEXT_H_
 
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -16,7 +17,8 @@ namespace taups::trainer {
 inline absl::Status WithContext(const absl::Status& status,
                                 std::string_view context) {
   if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+  return absl::Status(status.code(),
+                      absl::StrCat(std::string(context), ": ", status.message()));
 }
 
 }  // namespace taups::trainer

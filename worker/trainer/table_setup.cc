@@ -12,9 +12,8 @@ absl::Status EnsureTable(Client& client, const TableConfig& config,
     if (absl::IsAlreadyExists(status)) {
       return absl::AlreadyExistsError(absl::StrCat(
           status.message(),
-          " (table '", config.name, "' exists with another config: every "
-          "worker must use the same --lr and --seed, or the servers still "
-          "hold an older run's table)"));
+          " (every worker must pass the same --lr and --seed; or the servers "
+          "still hold a table from an earlier run: restart them)"));
     }
     return status;
   }

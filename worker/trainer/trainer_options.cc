@@ -1,5 +1,6 @@
 #include "worker/trainer/trainer_options.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -10,7 +11,7 @@ absl::StatusOr<ModelKind> ParseModelKind(std::string_view text) {
   if (text == "mlp") return ModelKind::kMlp;
   if (text == "ctr") return ModelKind::kCtr;
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown model '", text, "'; expected mlp or ctr"));
+      absl::StrCat("unknown model '", std::string(text), "'; expected mlp or ctr"));
 }
 
 std::string_view ModelKindName(ModelKind kind) {
@@ -21,6 +22,18 @@ float TrainerOptions::EffectiveLearningRate() const {
   if (learning_rate != 0.0f) return learning_rate;
   return model == ModelKind::kMlp ? kDefaultMlpLearningRate
                                   : kDefaultCtrLearningRate;
+}
+
+int TrainerOptions::EffectiveBatchSize() const {
+  if (batch_size != 0) return batch_size;
+  return model == ModelKind::kMlp ? kDefaultMlpBatchSize : kDefaultCtrBatchSize;
+}
+
+float TrainerOptions::LrDecayFactor(int64_t step) const {
+  if (!lr_decay || model != ModelKind::kMlp || steps <= 0) return 1.0f;
+  const float linear =
+      1.0f - static_cast<float>(step) / static_cast<float>(steps);
+  return std::max(kMinLrDecayFactor, linear);
 }
 
 absl::Status TrainerOptions::Validate() const {
@@ -34,9 +47,9 @@ absl::Status TrainerOptions::Validate() const {
   if (steps < 0) {
     return absl::InvalidArgumentError(absl::StrCat("steps ", steps, " < 0"));
   }
-  if (batch_size < 1 || batch_size > (1 << 16)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch_size ", batch_size, " outside 1..65536"));
+  if (batch_size < 0 || batch_size > (1 << 16)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch_size ", batch_size, " outside 0..65536 (0 = default)"));
   }
   if (!std::isfinite(learning_rate) || learning_rate < 0.0f) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -24,14 +24,19 @@ std::string_view ModelKindName(ModelKind kind);
 
 // Server-side learning rates used when TrainerOptions::learning_rate is 0.
 inline constexpr float kDefaultMlpLearningRate = 0.2f;  // SGD
-inline constexpr float kDefaultCtrLearningRate = 0.05f;  // Adagrad
+inline constexpr float kDefaultCtrLearningRate = 0.1f;  // Adagrad
+// Smallest factor of the mlp learning-rate decay (see lr_decay).
+inline constexpr float kMinLrDecayFactor = 0.05f;
+// Batch sizes used when TrainerOptions::batch_size is 0.
+inline constexpr int kDefaultMlpBatchSize = 64;
+inline constexpr int kDefaultCtrBatchSize = 256;
 
 struct TrainerOptions {
   ModelKind model = ModelKind::kMlp;
   uint32_t worker_id = 0;    // < num_workers
   uint32_t num_workers = 1;  // workers sharing the training set
   int64_t steps = 500;       // pull-compute-push steps this worker runs
-  int batch_size = 64;       // examples per step
+  int batch_size = 0;        // examples per step; 0 = the model's default
   // The tables' server-side learning rate; 0 = the model's default above.
   // Every worker must pass the same value (it is part of the table config).
   float learning_rate = 0.0f;
@@ -43,9 +48,19 @@ struct TrainerOptions {
   bool create_tables = true;
   absl::Duration table_wait = absl::Seconds(60);
   int64_t eval_examples = 0;  // test examples to evaluate; 0 = all
+  // mlp: scale each pushed gradient by LrDecayFactor(step), so the effective
+  // learning rate decays linearly over `steps` while the server's SGD rate
+  // stays constant (the server has no schedule). The final parameters are
+  // then far less noisy than with a constant rate.
+  bool lr_decay = true;
 
   // The learning rate actually used (resolves 0 to the model's default).
   float EffectiveLearningRate() const;
+  // The batch size actually used (resolves 0 to the model's default).
+  int EffectiveBatchSize() const;
+  // 1 - step / steps, floored at kMinLrDecayFactor, for step in [0, steps);
+  // 1 when lr_decay is off or the model is not mlp.
+  float LrDecayFactor(int64_t step) const;
   // INVALID_ARGUMENT naming the first bad field.
   absl::Status Validate() const;
 };
