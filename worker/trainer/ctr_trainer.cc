@@ -97,6 +97,8 @@ TableConfig CtrDenseTableConfig(const TrainerOptions& options) {
   config.initializer.kind = InitializerKind::kUniform;
   config.initializer.scale = kCtrDenseInitScale;
   config.initializer.seed = options.seed;
+  config.consistency = options.consistency;
+  config.staleness = options.staleness;
   return config;
 }
 
@@ -109,6 +111,8 @@ TableConfig CtrEmbeddingTableConfig(const TrainerOptions& options) {
   config.initializer.kind = InitializerKind::kUniform;
   config.initializer.scale = kCtrEmbeddingInitScale;
   config.initializer.seed = options.seed;
+  config.consistency = options.consistency;
+  config.staleness = options.staleness;
   return config;
 }
 
@@ -165,6 +169,8 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
     if (!dense_pull.ok()) {
       return WithContext(dense_pull.status(), where + ": PullDense");
     }
+    progress.RecordPull(*dense_pull);
+    const absl::Time compute_start = absl::Now();
     ASSIGN_OR_RETURN(double loss,
                      model.LossAndGradient(dense, rows, examples.labels,
                                            absl::MakeSpan(probs),
@@ -174,6 +180,7 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
       return absl::InternalError(absl::StrCat(
           where, ": training loss is ", loss, " (diverged; try a lower --lr)"));
     }
+    StallForSlowdown(options.slowdown, absl::Now() - compute_start);
     std::future<absl::StatusOr<PushResult>> dense_push =
         client.PushDenseAsync(dense_config.name, dense_grad, &*dense_pull);
     absl::StatusOr<PushResult> sparse_push = client.PushSparse(
@@ -230,6 +237,7 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
   summary.tau_mean = progress.tau().mean();
   summary.tau_max = progress.tau().max();
   summary.rejected_pushes = progress.tau().rejected();
+  summary.pull_wait_ms = absl::ToDoubleMilliseconds(progress.mean_pull_wait());
   summary.test_logloss = eval.logloss;
   summary.planted_logloss = eval.planted_logloss;
   summary.excess_logloss = eval.logloss - eval.planted_logloss;

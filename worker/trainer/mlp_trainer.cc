@@ -40,6 +40,8 @@ TableConfig MlpTableConfig(const TrainerOptions& options) {
   config.initializer.kind = InitializerKind::kUniform;
   config.initializer.scale = kMlpInitScale;
   config.initializer.seed = options.seed;
+  config.consistency = options.consistency;
+  config.staleness = options.staleness;
   return config;
 }
 
@@ -93,9 +95,12 @@ absl::StatusOr<TrainingSummary> RunMlpTraining(Client& client,
     absl::StatusOr<PullInfo> pulled =
         client.PullDense(config.name, absl::MakeSpan(params));
     if (!pulled.ok()) return WithContext(pulled.status(), where + ": PullDense");
+    progress.RecordPull(*pulled);
+    const absl::Time compute_start = absl::Now();
     ASSIGN_OR_RETURN(ClassifierStats stats,
                      mlp.LossAndGradient(params, x.data(), y.data(), batch,
                                          absl::MakeSpan(grad)));
+    StallForSlowdown(options.slowdown, absl::Now() - compute_start);
     const float decay = options.LrDecayFactor(step);
     if (decay != 1.0f) {
       for (float& g : grad) g *= decay;
@@ -150,6 +155,7 @@ absl::StatusOr<TrainingSummary> RunMlpTraining(Client& client,
   summary.tau_mean = progress.tau().mean();
   summary.tau_max = progress.tau().max();
   summary.rejected_pushes = progress.tau().rejected();
+  summary.pull_wait_ms = absl::ToDoubleMilliseconds(progress.mean_pull_wait());
   summary.test_accuracy = eval.accuracy();
   return summary;
 }

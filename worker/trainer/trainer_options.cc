@@ -37,6 +37,10 @@ float TrainerOptions::LrDecayFactor(int64_t step) const {
 }
 
 absl::Status TrainerOptions::Validate() const {
+  if (!(slowdown >= 1.0 && slowdown <= 1000.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--slowdown must be in [1, 1000], got ", slowdown));
+  }
   if (num_workers == 0) {
     return absl::InvalidArgumentError("num_workers must be >= 1");
   }

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "taups/table_config.h"
 #include "worker/trainer/fashion_mnist.h"
 
 namespace taups::trainer {
@@ -53,6 +54,13 @@ struct TrainerOptions {
   // stays constant (the server has no schedule). The final parameters are
   // then far less noisy than with a constant rate.
   bool lr_decay = true;
+  // The tables' consistency policy and staleness treatment (every worker
+  // must pass the same; they are part of the table config).
+  ConsistencyConfig consistency;
+  StalenessConfig staleness;
+  // Straggler demonstration: after computing each step's gradient, stall for
+  // (slowdown - 1) times the time the computation took. 1 = no stall.
+  double slowdown = 1.0;
 
   // The learning rate actually used (resolves 0 to the model's default).
   float EffectiveLearningRate() const;

@@ -1,5 +1,7 @@
 #include "worker/trainer/training_progress.h"
 
+#include "absl/time/clock.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -51,15 +53,25 @@ void TrainingProgress::LogWindow(std::string_view metric_name, double metric,
   const double seconds = absl::ToDoubleSeconds(now - window_start_);
   const double rate =
       seconds > 0.0 ? static_cast<double>(window_examples_) / seconds : 0.0;
+  const double wait_ms =
+      window_pulls_ > 0
+          ? absl::ToDoubleMilliseconds(window_wait_ / window_pulls_)
+          : 0.0;
   spdlog::info(
       "{} worker {} step {} loss {:.4f} {} {:.4f} samples/s {:.0f} tau mean "
-      "{:.2f} max {}",
+      "{:.2f} max {} pull_wait {:.1f} ms",
       model_, worker_id_, steps_, recent_loss(), metric_name, metric, rate,
-      tau_.mean(), tau_.max());
+      tau_.mean(), tau_.max(), wait_ms);
+  window_wait_ = absl::ZeroDuration();
+  window_pulls_ = 0;
   last_window_loss_ = recent_loss();
   window_start_ = now;
   window_examples_ = 0;
   window_loss_sum_ = 0.0;
+}
+
+void StallForSlowdown(double slowdown, absl::Duration compute) {
+  if (slowdown > 1.0) absl::SleepFor(compute * (slowdown - 1.0));
 }
 
 }  // namespace taups::trainer

@@ -40,6 +40,17 @@ class TrainingProgress {
   // Accounts one finished step over `examples` examples with mean `loss`.
   void RecordStep(int examples, double loss);
   void RecordPush(const PushResult& result) { tau_.Add(result); }
+  // Accounts the time a pull took (for barrier policies, mostly waiting).
+  void RecordPull(const PullInfo& info) {
+    window_wait_ += info.elapsed;
+    total_wait_ += info.elapsed;
+    ++window_pulls_;
+    ++total_pulls_;
+  }
+  // Mean pull time per pull since start.
+  absl::Duration mean_pull_wait() const {
+    return total_pulls_ > 0 ? total_wait_ / total_pulls_ : absl::ZeroDuration();
+  }
 
   // True when the step just recorded closes a logging window.
   bool ShouldLog() const;
@@ -68,7 +79,13 @@ class TrainingProgress {
   int64_t window_examples_ = 0;
   double window_loss_sum_ = 0.0;  // sum of per-example losses
   double last_window_loss_ = 0.0;
+  absl::Duration window_wait_, total_wait_;
+  int64_t window_pulls_ = 0, total_pulls_ = 0;
 };
+
+// Stalls the calling thread for (slowdown - 1) x `compute`: the straggler of
+// the consistency demonstration (ps_worker --slowdown).
+void StallForSlowdown(double slowdown, absl::Duration compute);
 
 }  // namespace taups::trainer
 

@@ -42,7 +42,8 @@ std::string TrainingSummary::ToJson() const {
   absl::StrAppend(&json, ",\"final_loss\":", Number(final_loss),
                   ",\"samples_per_sec\":", Number(samples_per_sec),
                   ",\"tau_mean\":", Number(tau_mean), ",\"tau_max\":", tau_max,
-                  ",\"rejected_pushes\":", rejected_pushes, "}");
+                  ",\"rejected_pushes\":", rejected_pushes,
+                  ",\"pull_wait_ms\":", Number(pull_wait_ms), "}");
   return json;
 }
 

@@ -20,6 +20,7 @@ struct TrainingSummary {
   double tau_mean = 0.0;
   uint64_t tau_max = 0;
   int64_t rejected_pushes = 0;  // shard answers with accepted=false
+  double pull_wait_ms = 0.0;    // mean time per pull, waits included
   // mlp
   std::optional<double> test_accuracy;
   // ctr

@@ -26,6 +26,7 @@
 #include "worker/trainer/math_backend.h"
 #include "worker/trainer/mlp_trainer.h"
 #include "worker/trainer/trainer_options.h"
+#include "worker/tools/policy_flags.h"
 
 ABSL_FLAG(std::string, servers, "",
           "Comma-separated host:port of every ps_server shard, in shard-index "
@@ -66,6 +67,10 @@ ABSL_FLAG(bool, lr_decay, true,
           "mlp: decay the effective learning rate linearly to 5% over --steps "
           "by scaling the pushed gradients (the server's SGD rate is "
           "constant); steadier final accuracy");
+ABSL_FLAG(double, slowdown, 1.0,
+          "Make this worker a straggler: after computing each step, stall for "
+          "(slowdown - 1) x the compute time (1 = no stall). For watching "
+          "sync wait times grow and semi_sync hide them");
 ABSL_FLAG(int64_t, eval_examples, 0,
           "Test examples evaluated at the end (0 = all: 10000 for mlp, 50000 "
           "synthetic for ctr)");
@@ -86,6 +91,10 @@ absl::StatusOr<TrainerOptions> OptionsFromFlags() {
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.create_tables = absl::GetFlag(FLAGS_create_tables);
   options.eval_examples = absl::GetFlag(FLAGS_eval_examples);
+  options.slowdown = absl::GetFlag(FLAGS_slowdown);
+  ASSIGN_OR_RETURN(PolicyFlags policy, PolicyFromFlags(options.num_workers));
+  options.consistency = policy.consistency;
+  options.staleness = policy.staleness;
   options.lr_decay = absl::GetFlag(FLAGS_lr_decay);
   RETURN_IF_ERROR(options.Validate());
   return options;
