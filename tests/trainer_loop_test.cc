@@ -273,11 +273,12 @@ TEST_CASE("Training summary JSON", "[trainer][loop]") {
   s.tau_max = 3;
   s.auc = 0.75;
   s.test_logloss = std::nan("");
+  s.pull_wait_ms = 12.5;
   CHECK(s.ToJson() ==
         "{\"model\":\"ctr\",\"worker_id\":1,\"steps\":10,\"device\":\"cpu\","
         "\"test_logloss\":null,\"auc\":0.75,\"final_loss\":0.5,"
         "\"samples_per_sec\":1000,\"tau_mean\":0.25,\"tau_max\":3,"
-        "\"rejected_pushes\":0}");
+        "\"rejected_pushes\":0,\"pull_wait_ms\":12.5}");
 }
 
 TEST_CASE("Trainer options validation", "[trainer][loop]") {
