@@ -1,0 +1,39 @@
+// The dense half of throughput_bench: PushDense and PullDense of whole
+// tables of several sizes against each cluster, and next to them the same
+// bytes moved by raw gRPC (one call; ~slice-sized calls over the raw
+// client's channels, mirroring the tauPS client) and by a local memcpy.
+#ifndef TAUPS_BENCH_DENSE_BENCH_H_
+#define TAUPS_BENCH_DENSE_BENCH_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "bench/bench_cluster.h"
+#include "bench/measure.h"
+#include "bench/raw_transfer_client.h"
+#include "bench/report_table.h"
+
+namespace taups::bench {
+
+struct DenseBenchConfig {
+  std::vector<size_t> sizes_bytes;  // each a whole number of floats
+  MeasureOptions measure;
+  // The sliced raw reference cuts transfers like the tauPS client does;
+  // pass ClientOptions::slice_bytes and channels_per_shard here.
+  size_t slice_bytes = size_t{1} << 20;
+  int raw_channels = 2;
+  // Table names are "<prefix>dense_<bytes>".
+  std::string table_prefix = "bench_";
+};
+
+// One row per (op, size). Progress lines go to stderr.
+absl::StatusOr<ReportTable> RunDenseBench(
+    const DenseBenchConfig& config, absl::Span<BenchCluster* const> clusters,
+    RawTransferClient* raw);
+
+}  // namespace taups::bench
+
+#endif  // TAUPS_BENCH_DENSE_BENCH_H_

@@ -1,0 +1,42 @@
+// The sparse half of throughput_bench: PullSparse and PushSparse of one batch
+// of `rows` keys (uniformly random, and Zipf-distributed) against each
+// cluster. The first pull of a fresh table also creates its rows and is
+// reported apart from warm pulls. Next to each: raw gRPC moving the same
+// bytes (keys + values) and a local memcpy of them.
+#ifndef TAUPS_BENCH_SPARSE_BENCH_H_
+#define TAUPS_BENCH_SPARSE_BENCH_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "bench/bench_cluster.h"
+#include "bench/measure.h"
+#include "bench/raw_transfer_client.h"
+#include "bench/report_table.h"
+
+namespace taups::bench {
+
+struct SparseBenchConfig {
+  size_t rows = 65536;  // keys per call (duplicates included)
+  uint32_t dim = 16;
+  // Fresh tables whose first (cold) pull is timed; the figure is their mean.
+  int cold_repeats = 3;
+  uint64_t key_space = uint64_t{1} << 24;
+  double zipf_exponent = 1.1;
+  uint64_t seed = 1;
+  MeasureOptions measure;  // warm pulls and pushes
+  // Table names are "<prefix>sparse_<keys>_<shards>_<repeat>".
+  std::string table_prefix = "bench_";
+};
+
+// One row per (keys, cluster, op). Progress lines go to stderr.
+absl::StatusOr<ReportTable> RunSparseBench(
+    const SparseBenchConfig& config, absl::Span<BenchCluster* const> clusters,
+    RawTransferClient* raw);
+
+}  // namespace taups::bench
+
+#endif  // TAUPS_BENCH_SPARSE_BENCH_H_

@@ -1,0 +1,322 @@
+// throughput_bench: how fast tauPS moves parameters, next to raw gRPC moving
+// the same bytes and a local memcpy of them. A benchmark, not a test.
+//
+//   throughput_bench                       # in-process shards on 127.0.0.1
+//   throughput_bench --format=markdown     # tables ready for docs/
+//   throughput_bench --servers=h1:7000,h2:7000 --raw_server=h1:7100
+//
+// See docs/BENCHMARKS.md for what each figure means.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "bench/bench_cluster.h"
+#include "bench/byte_size.h"
+#include "bench/dense_bench.h"
+#include "bench/machine_info.h"
+#include "bench/raw_transfer_client.h"
+#include "bench/raw_transfer_server.h"
+#include "bench/sparse_bench.h"
+#include "common/status_macros.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(double, min_seconds, 0.5,
+          "Each figure repeats its operation for at least this many seconds "
+          "(and at least --min_iters times), after one untimed warm-up call.");
+ABSL_FLAG(int64_t, min_iters, 5, "Each figure repeats at least this often.");
+ABSL_FLAG(int, trials, 1,
+          "Timed runs per figure (each of --min_seconds / --min_iters); the "
+          "median run is reported. Raise it on a machine shared with other "
+          "work.");
+ABSL_FLAG(std::vector<std::string>, sections,
+          std::vector<std::string>({"dense", "sparse"}),
+          "Which tables to produce: dense, sparse, or both.");
+ABSL_FLAG(
+    std::vector<std::string>, dense_sizes,
+    std::vector<std::string>({"4KiB", "64KiB", "1MiB", "4MiB", "16MiB"}),
+    "Dense table sizes (float32 payload per push/pull), e.g. 4KiB,16MiB.");
+ABSL_FLAG(std::vector<std::string>, shards,
+          std::vector<std::string>({"1", "2"}),
+          "In-process clusters to run against, by shard count (ignored with "
+          "--servers).");
+ABSL_FLAG(std::string, servers, "",
+          "Comma-separated host:port of running ps_server shards, in shard "
+          "order. When set, runs against them instead of in-process shards.");
+ABSL_FLAG(std::string, raw_server, "",
+          "host:port of a running raw_transfer_server to use as the raw gRPC "
+          "reference. Empty: start one in this process on 127.0.0.1.");
+ABSL_FLAG(std::string, slice_bytes, "1MiB",
+          "ClientOptions::slice_bytes; the sliced raw reference cuts the same "
+          "way.");
+ABSL_FLAG(int, channels_per_shard, 2,
+          "ClientOptions::channels_per_shard; the sliced raw reference opens "
+          "as many channels.");
+ABSL_FLAG(int64_t, sparse_rows, 65536, "Keys per sparse pull/push call.");
+ABSL_FLAG(uint32_t, sparse_dim, 16, "Floats per sparse row.");
+ABSL_FLAG(int, sparse_cold_repeats, 3,
+          "Fresh sparse tables whose first pull (which creates the rows) is "
+          "timed; the figure is their mean.");
+ABSL_FLAG(uint64_t, key_space, uint64_t{1} << 24,
+          "Sparse keys are drawn from [0, key_space).");
+ABSL_FLAG(double, zipf_exponent, 1.1,
+          "Exponent s of the Zipf keys: P(rank r) ~ (r + 1)^-s. Must be > 1.");
+ABSL_FLAG(uint64_t, seed, 1, "Seed of the key generators.");
+ABSL_FLAG(std::string, format, "text",
+          "text: aligned plain-text tables; markdown: tables for docs/.");
+ABSL_FLAG(
+    std::string, log_level, "warn",
+    "spdlog level of the in-process shards: trace|debug|info|warn|error.");
+
+namespace taups::bench {
+namespace {
+
+struct Setup {
+  std::vector<std::unique_ptr<BenchCluster>> clusters;
+  std::unique_ptr<RawTransferServer> raw_server;  // in-process reference only
+  std::unique_ptr<RawTransferClient> raw;
+  std::string description;
+};
+
+bool Wants(const std::string& section) {
+  const auto sections = absl::GetFlag(FLAGS_sections);
+  return std::find(sections.begin(), sections.end(), section) != sections.end();
+}
+
+absl::StatusOr<std::vector<size_t>> DenseSizes() {
+  std::vector<size_t> sizes;
+  for (const std::string& text : absl::GetFlag(FLAGS_dense_sizes)) {
+    ASSIGN_OR_RETURN(size_t bytes, ParseByteSize(text));
+    if (bytes % sizeof(float) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--dense_sizes: ", text, " is not a whole number of floats"));
+    }
+    sizes.push_back(bytes);
+  }
+  return sizes;
+}
+
+absl::StatusOr<Setup> StartSetup(const ClientOptions& client_options,
+                                 size_t largest_download) {
+  Setup setup;
+  const std::string servers = absl::GetFlag(FLAGS_servers);
+  if (!servers.empty()) {
+    ASSIGN_OR_RETURN(
+        auto cluster,
+        AttachCluster(absl::StrSplit(servers, ',', absl::SkipEmpty()),
+                      client_options));
+    setup.description = absl::StrCat("external shards ", servers);
+    setup.clusters.push_back(std::move(cluster));
+  } else {
+    for (const std::string& text : absl::GetFlag(FLAGS_shards)) {
+      int n = 0;
+      if (!absl::SimpleAtoi(text, &n) || n < 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--shards: '", text, "' is not a shard count"));
+      }
+      ASSIGN_OR_RETURN(auto cluster, StartLocalCluster(n, client_options));
+      setup.clusters.push_back(std::move(cluster));
+    }
+    setup.description = "shards in this process on 127.0.0.1 free ports";
+  }
+  std::string raw_address = absl::GetFlag(FLAGS_raw_server);
+  if (raw_address.empty()) {
+    RawTransferServerOptions options;
+    options.max_download_bytes = std::max<size_t>(largest_download, 1 << 20);
+    ASSIGN_OR_RETURN(setup.raw_server, RawTransferServer::Start(options));
+    raw_address = absl::StrCat("127.0.0.1:", setup.raw_server->port());
+    absl::StrAppend(&setup.description,
+                    "; raw reference server in this process on 127.0.0.1");
+  } else {
+    absl::StrAppend(&setup.description, "; raw reference server ", raw_address);
+  }
+  absl::StrAppend(&setup.description,
+                  servers.empty() && setup.raw_server != nullptr
+                      ? "; client in this process too (loopback TCP; all "
+                        "threads share the same CPUs)"
+                      : "; client in this process (GB/cpu-s counts this "
+                        "process only)");
+  ASSIGN_OR_RETURN(
+      setup.raw, RawTransferClient::Connect(raw_address,
+                                            client_options.channels_per_shard));
+  return setup;
+}
+
+std::string FlagLine() {
+  std::vector<std::string> parts = {
+      absl::StrCat("--min_seconds=", absl::GetFlag(FLAGS_min_seconds)),
+      absl::StrCat("--min_iters=", absl::GetFlag(FLAGS_min_iters)),
+      absl::StrCat("--trials=", absl::GetFlag(FLAGS_trials)),
+      absl::StrCat("--sections=",
+                   absl::StrJoin(absl::GetFlag(FLAGS_sections), ",")),
+      absl::StrCat("--dense_sizes=",
+                   absl::StrJoin(absl::GetFlag(FLAGS_dense_sizes), ",")),
+  };
+  if (absl::GetFlag(FLAGS_servers).empty()) {
+    parts.push_back(absl::StrCat(
+        "--shards=", absl::StrJoin(absl::GetFlag(FLAGS_shards), ",")));
+  } else {
+    parts.push_back(absl::StrCat("--servers=", absl::GetFlag(FLAGS_servers)));
+  }
+  if (!absl::GetFlag(FLAGS_raw_server).empty()) {
+    parts.push_back(
+        absl::StrCat("--raw_server=", absl::GetFlag(FLAGS_raw_server)));
+  }
+  parts.push_back(
+      absl::StrCat("--slice_bytes=", absl::GetFlag(FLAGS_slice_bytes)));
+  parts.push_back(absl::StrCat("--channels_per_shard=",
+                               absl::GetFlag(FLAGS_channels_per_shard)));
+  parts.push_back(
+      absl::StrCat("--sparse_rows=", absl::GetFlag(FLAGS_sparse_rows)));
+  parts.push_back(
+      absl::StrCat("--sparse_dim=", absl::GetFlag(FLAGS_sparse_dim)));
+  parts.push_back(absl::StrCat("--sparse_cold_repeats=",
+                               absl::GetFlag(FLAGS_sparse_cold_repeats)));
+  parts.push_back(absl::StrCat("--key_space=", absl::GetFlag(FLAGS_key_space)));
+  parts.push_back(
+      absl::StrCat("--zipf_exponent=", absl::GetFlag(FLAGS_zipf_exponent)));
+  parts.push_back(absl::StrCat("--seed=", absl::GetFlag(FLAGS_seed)));
+  parts.push_back(absl::StrCat("--format=", absl::GetFlag(FLAGS_format)));
+  return absl::StrJoin(parts, " ");
+}
+
+void PrintHeader(TableFormat format, const std::string& setup) {
+  std::vector<std::string> lines = DescribeMachine();
+  lines.push_back(absl::StrCat("setup: ", setup));
+  lines.push_back(absl::StrCat("flags: ", FlagLine()));
+  lines.push_back(
+      "GB/s = payload bytes / wall time (1 GB = 1e9 B); calls/s = API calls "
+      "completed per second; ÷ raw = tauPS GB/s over raw gRPC GB/s (dense: the "
+      "better of the two raw figures)");
+  if (format == TableFormat::kMarkdown) {
+    std::printf("### tauPS throughput benchmark\n\n");
+    for (const std::string& line : lines) std::printf("- %s\n", line.c_str());
+  } else {
+    std::printf("tauPS throughput benchmark\n");
+    for (const std::string& line : lines) std::printf("  %s\n", line.c_str());
+  }
+  std::printf("\n");
+}
+
+void PrintTable(TableFormat format, const std::string& title,
+                const ReportTable& table) {
+  if (format == TableFormat::kMarkdown) {
+    std::printf("#### %s\n\n", title.c_str());
+  } else {
+    std::printf("%s\n", title.c_str());
+  }
+  table.Print(format, stdout);
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+absl::Status Run() {
+  const std::string format_name = absl::GetFlag(FLAGS_format);
+  if (format_name != "text" && format_name != "markdown") {
+    return absl::InvalidArgumentError("--format must be text or markdown");
+  }
+  const TableFormat format =
+      format_name == "markdown" ? TableFormat::kMarkdown : TableFormat::kText;
+  spdlog::set_level(spdlog::level::from_str(absl::GetFlag(FLAGS_log_level)));
+
+  MeasureOptions measure;
+  measure.min_seconds = absl::GetFlag(FLAGS_min_seconds);
+  measure.min_iterations = std::max<int64_t>(1, absl::GetFlag(FLAGS_min_iters));
+  measure.trials = std::max(1, absl::GetFlag(FLAGS_trials));
+  ASSIGN_OR_RETURN(std::vector<size_t> dense_sizes, DenseSizes());
+  ASSIGN_OR_RETURN(size_t slice_bytes,
+                   ParseByteSize(absl::GetFlag(FLAGS_slice_bytes)));
+
+  SparseBenchConfig sparse;
+  sparse.rows = static_cast<size_t>(absl::GetFlag(FLAGS_sparse_rows));
+  sparse.dim = absl::GetFlag(FLAGS_sparse_dim);
+  sparse.cold_repeats = absl::GetFlag(FLAGS_sparse_cold_repeats);
+  sparse.key_space = absl::GetFlag(FLAGS_key_space);
+  sparse.zipf_exponent = absl::GetFlag(FLAGS_zipf_exponent);
+  sparse.seed = absl::GetFlag(FLAGS_seed);
+  sparse.measure = measure;
+  if (sparse.rows == 0 || sparse.dim == 0 || sparse.cold_repeats < 1 ||
+      sparse.key_space == 0 || !(sparse.zipf_exponent > 1.0)) {
+    return absl::InvalidArgumentError(
+        "--sparse_rows, --sparse_dim, --sparse_cold_repeats and --key_space "
+        "must be positive and --zipf_exponent above 1");
+  }
+
+  ClientOptions client_options;
+  client_options.slice_bytes = slice_bytes;
+  client_options.channels_per_shard = absl::GetFlag(FLAGS_channels_per_shard);
+  size_t largest_download = sparse.rows * sparse.dim * sizeof(float);
+  for (size_t bytes : dense_sizes) {
+    largest_download = std::max(largest_download, bytes);
+  }
+  ASSIGN_OR_RETURN(Setup setup, StartSetup(client_options, largest_download));
+  std::vector<BenchCluster*> clusters;
+  for (const auto& c : setup.clusters) clusters.push_back(c.get());
+  // Unique per run, so runs against long-lived external shards never meet
+  // tables of an earlier run.
+  const std::string prefix = absl::StrCat(
+      "bench", absl::ToUnixSeconds(absl::Now()), "_", getpid(), "_");
+
+  PrintHeader(format, setup.description);
+  if (Wants("dense")) {
+    DenseBenchConfig dense;
+    dense.sizes_bytes = dense_sizes;
+    dense.measure = measure;
+    dense.slice_bytes = slice_bytes;
+    dense.raw_channels = client_options.channels_per_shard;
+    dense.table_prefix = prefix;
+    std::fprintf(stderr, "dense:\n");
+    ASSIGN_OR_RETURN(ReportTable table,
+                     RunDenseBench(dense, clusters, setup.raw.get()));
+    PrintTable(
+        format,
+        "Dense tables: PushDense / PullDense of the whole table (float32)",
+        table);
+  }
+  if (Wants("sparse")) {
+    sparse.table_prefix = prefix;
+    std::fprintf(stderr, "sparse:\n");
+    ASSIGN_OR_RETURN(ReportTable table,
+                     RunSparseBench(sparse, clusters, setup.raw.get()));
+    PrintTable(
+        format,
+        absl::StrCat("Sparse tables: PullSparse / PushSparse of ", sparse.rows,
+                     " keys × dim ", sparse.dim, " (payload = 8 B key + ",
+                     sparse.dim * 4, " B row per key = ",
+                     FormatBytes(sparse.rows * (8.0 + sparse.dim * 4)),
+                     " per call)"),
+        table);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace taups::bench
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Measures tauPS dense and sparse push/pull throughput and prints it next "
+      "to raw gRPC moving the same bytes and a local memcpy.\n"
+      "  throughput_bench                      # in-process shards, 127.0.0.1\n"
+      "  throughput_bench --format=markdown    # tables for "
+      "docs/BENCHMARKS.md\n"
+      "  throughput_bench --servers=h:7000,h:7001 --raw_server=h:7100\n"
+      "Tables go to stdout, progress to stderr.");
+  absl::ParseCommandLine(argc, argv);
+  const absl::Status status = taups::bench::Run();
+  if (!status.ok()) {
+    std::fprintf(stderr, "throughput_bench: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
