@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/staleness.h"
+#include "common/vector_math.h"
 #include "spdlog/spdlog.h"
 
 namespace taups {
@@ -15,12 +16,6 @@ namespace {
 // A multi-slice push whose remaining slices have not come within this time is
 // forgotten (its sender died or gave up); its applied slices stay applied.
 constexpr absl::Duration kAbandonedPushAge = absl::Minutes(2);
-
-double SquaredNorm(absl::Span<const float> values) {
-  double sum = 0.0;
-  for (float v : values) sum += static_cast<double>(v) * v;
-  return sum;
-}
 
 const char* CloseReasonName(int reason) {
   static const char* kNames[] = {"all arrived", "timeout", "membership change",

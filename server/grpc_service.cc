@@ -118,10 +118,10 @@ grpc::Status ParameterServerService::PullDense(
     return ToGrpcStatus(absl::InvalidArgumentError(
         "PullDense: count must be between 1 and the table size"));
   }
-  absl::StatusOr<TableInfo> info = store_->GetTable(request->table());
+  absl::StatusOr<ParameterStore::Shape> info = store_->ShapeOf(request->table());
   if (!info.ok()) return ToGrpcStatus(info.status());
   // Bound the allocation by what this shard holds before making it.
-  if (info->config.kind != TableKind::kDense) {
+  if (info->kind != TableKind::kDense) {
     return ToGrpcStatus(
         store_->PullDense(request->table(), request->offset(), {}).status());
   }
@@ -166,14 +166,14 @@ grpc::Status ParameterServerService::PullSparse(
   absl::StatusOr<absl::Span<const uint64_t>> keys =
       ViewAs<uint64_t>(request->keys(), &scratch, "PullSparse keys");
   if (!keys.ok()) return ToGrpcStatus(keys.status());
-  absl::StatusOr<TableInfo> info = store_->GetTable(request->table());
+  absl::StatusOr<ParameterStore::Shape> info = store_->ShapeOf(request->table());
   if (!info.ok()) return ToGrpcStatus(info.status());
   if (keys->size() > kMaxKeysPerRequest) {
     return ToGrpcStatus(absl::InvalidArgumentError(
         "PullSparse: too many keys in one request"));
   }
   absl::Span<float> out = ResizeFloats(response->mutable_values(),
-                                       keys->size() * info->config.dim);
+                                       keys->size() * info->dim);
   absl::StatusOr<PullResult> pulled = store_->PullSparse(
       request->table(), *keys, out,
       PullContextOf(*context, request->worker_id(), request->clock()));

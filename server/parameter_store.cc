@@ -59,6 +59,19 @@ absl::StatusOr<TableInfo> ParameterStore::GetTable(absl::string_view name) const
   return InfoOf(*entry);
 }
 
+absl::StatusOr<ParameterStore::Shape> ParameterStore::ShapeOf(
+    absl::string_view name) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, Find(name));
+  Shape shape;
+  shape.kind = entry->table()->config().kind;
+  if (entry->dense) {
+    shape.range = entry->dense->range();
+  } else {
+    shape.dim = entry->sparse->dim();
+  }
+  return shape;
+}
+
 std::vector<std::shared_ptr<ParameterStore::Entry>> ParameterStore::Entries()
     const {
   std::vector<std::shared_ptr<Entry>> entries;

@@ -108,6 +108,14 @@ class ParameterStore {
   absl::StatusOr<TableInfo> CreateTable(const TableConfig& config,
                                         bool exist_ok, bool* created);
   absl::StatusOr<TableInfo> GetTable(absl::string_view name) const;
+  // What a request needs to size its buffers: cheaper than GetTable (no
+  // stripe locks, no counters).
+  struct Shape {
+    TableKind kind = TableKind::kDense;
+    uint32_t dim = 0;  // sparse
+    Range range;       // dense: this shard's range
+  };
+  absl::StatusOr<Shape> ShapeOf(absl::string_view name) const;
   std::vector<TableInfo> ListTables() const;
   // Admin: changes a table's consistency and staleness settings.
   absl::StatusOr<TableInfo> SetConsistency(absl::string_view name,

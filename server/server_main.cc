@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
+#include "common/malloc_tuning.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
@@ -51,6 +52,7 @@ int Fail(const absl::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  taups::KeepLargeBuffersMapped();
   absl::SetProgramUsageMessage(
       "One shard of a tauPS parameter server.\n"
       "  ps_server --shard_index=0 --num_shards=2 --port=7000\n"

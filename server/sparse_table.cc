@@ -1,6 +1,8 @@
 #include "server/sparse_table.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "common/shard_map.h"
 
@@ -14,9 +16,35 @@ SparseTable::SparseTable(const TableConfig& config)
       initializer_(config.initializer, config.name),
       stripes_(new Stripe[kStripes]) {}
 
-SparseTable::Stripe& SparseTable::StripeOf(uint64_t key) const {
+int SparseTable::StripeIndexOf(uint64_t key) {
   // High bits: the low bits of the same hash choose the shard.
-  return stripes_[(MixKey(key) >> 40) % kStripes];
+  return static_cast<int>((MixKey(key) >> 40) % kStripes);
+}
+
+template <typename Fn>
+void SparseTable::ForEachKeyByStripe(absl::Span<const uint64_t> keys,
+                                     Fn&& fn) const {
+  // Counting sort of key positions by stripe, so each stripe is locked once
+  // per request instead of once per key.
+  std::vector<uint32_t> order(keys.size());
+  std::vector<uint8_t> stripe_of(keys.size());
+  uint32_t begin[kStripes + 1] = {};
+  for (size_t i = 0; i < keys.size(); ++i) {
+    stripe_of[i] = static_cast<uint8_t>(StripeIndexOf(keys[i]));
+    ++begin[stripe_of[i] + 1];
+  }
+  for (int s = 0; s < kStripes; ++s) begin[s + 1] += begin[s];
+  uint32_t next[kStripes];
+  std::copy(begin, begin + kStripes, next);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    order[next[stripe_of[i]]++] = static_cast<uint32_t>(i);
+  }
+  for (int s = 0; s < kStripes; ++s) {
+    if (begin[s] == begin[s + 1]) continue;
+    Stripe& stripe = stripes_[s];
+    absl::MutexLock lock(&stripe.mu);
+    for (uint32_t k = begin[s]; k < begin[s + 1]; ++k) fn(stripe, order[k]);
+  }
 }
 
 uint64_t SparseTable::num_rows() const {
@@ -42,23 +70,21 @@ float* SparseTable::FindOrCreateLocked(Stripe& stripe, uint64_t key) {
 
 void SparseTable::Pull(absl::Span<const uint64_t> keys,
                        absl::Span<float> out) {
-  for (size_t i = 0; i < keys.size(); ++i) {
-    Stripe& stripe = StripeOf(keys[i]);
-    absl::MutexLock lock(&stripe.mu);
+  ForEachKeyByStripe(keys, [&](Stripe& stripe, uint32_t i)
+                               ABSL_NO_THREAD_SAFETY_ANALYSIS {
     const float* row = FindOrCreateLocked(stripe, keys[i]);
-    std::memcpy(out.data() + i * dim_, row, dim_ * sizeof(float));
-  }
+    std::memcpy(out.data() + size_t{i} * dim_, row, dim_ * sizeof(float));
+  });
 }
 
 void SparseTable::Apply(const GradientPart& part, float lr_factor,
                         uint32_t /*worker*/) {
-  for (size_t i = 0; i < part.keys.size(); ++i) {
-    Stripe& stripe = StripeOf(part.keys[i]);
-    absl::MutexLock lock(&stripe.mu);
+  ForEachKeyByStripe(part.keys, [&](Stripe& stripe, uint32_t i)
+                                    ABSL_NO_THREAD_SAFETY_ANALYSIS {
     float* row = FindOrCreateLocked(stripe, part.keys[i]);
-    optimizer_->Apply(row, row + dim_, part.values.data() + i * dim_, dim_,
-                      lr_factor);
-  }
+    optimizer_->Apply(row, row + dim_, part.values.data() + size_t{i} * dim_,
+                      dim_, lr_factor);
+  });
 }
 
 namespace {

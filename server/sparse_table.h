@@ -6,7 +6,8 @@
 //
 // Thread-safe. Keys are spread over kStripes stripes by hash; each stripe has
 // its own mutex, hash map and row arena, so requests for different keys
-// mostly run in parallel. Callers validate requests before calling.
+// mostly run in parallel; a request locks each stripe it touches once.
+// Callers validate requests before calling.
 #ifndef TAUPS_SERVER_SPARSE_TABLE_H_
 #define TAUPS_SERVER_SPARSE_TABLE_H_
 
@@ -57,7 +58,11 @@ class SparseTable final : public Table {
     absl::flat_hash_map<uint64_t, uint32_t> row_of ABSL_GUARDED_BY(mu);
     std::vector<float> arena ABSL_GUARDED_BY(mu);
   };
-  Stripe& StripeOf(uint64_t key) const;
+  static int StripeIndexOf(uint64_t key);
+  // Calls fn(stripe, i) for every i in [0, keys.size()), grouped by the
+  // stripe of keys[i] and holding that stripe's lock.
+  template <typename Fn>
+  void ForEachKeyByStripe(absl::Span<const uint64_t> keys, Fn&& fn) const;
   // Row storage for `key`, created if absent.
   float* FindOrCreateLocked(Stripe& stripe, uint64_t key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);

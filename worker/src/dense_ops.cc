@@ -4,6 +4,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
+#include "common/vector_math.h"
 #include "worker/src/grpc_client.h"
 
 namespace taups {
@@ -131,13 +132,13 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseAsync(
       });
   const v1::PushOrigin origin = NextOrigin();
   const uint64_t clock = clock_.load();
-  double norm_sq = 0.0;
-  for (float g : gradient) norm_sq += static_cast<double>(g) * g;
+  const double norm_sq = SquaredNorm(gradient);
   for (const DenseSlice& slice : (*meta)->slices) {
     v1::PushDenseRequest request;
     request.set_table(name);
     request.set_offset(slice.offset);
-    request.set_gradient(
+    // assign(): one copy (set_gradient(ptr, n) makes a temporary first).
+    request.mutable_gradient()->assign(
         reinterpret_cast<const char*>(gradient.data() + slice.offset),
         slice.count * sizeof(float));
     *request.mutable_origin() = origin;

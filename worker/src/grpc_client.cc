@@ -97,6 +97,10 @@ GrpcClient::GrpcClient(const ClientOptions& options,
 GrpcClient::~GrpcClient() {
   stop_heartbeats_.Notify();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  // Callbacks may still be unwinding after their futures became ready.
+  absl::MutexLock lock(&calls_mu_);
+  calls_mu_.Await(absl::Condition(
+      +[](int64_t* n) { return *n == 0; }, &calls_in_flight_));
 }
 
 void GrpcClient::CatchUp(uint64_t step) {

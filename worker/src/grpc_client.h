@@ -89,12 +89,24 @@ class GrpcClient final : public Client {
   absl::Status RegisterWith(uint32_t shard);
   void HeartbeatLoop();
 
+  // Starts one retried RPC. Counts it in flight until `done` has returned,
+  // so the destructor can wait for every callback to finish.
   template <typename Request, typename Response, typename Invoke>
   void Call(uint32_t shard, Request request, Invoke invoke,
             std::function<void(const absl::Status&, Response*)> done) {
-    StartCall<Request, Response>(shards_[shard].get(), &runner_, policy_,
-                                 std::move(request), std::move(invoke),
-                                 std::move(done));
+    {
+      absl::MutexLock lock(&calls_mu_);
+      ++calls_in_flight_;
+    }
+    StartCall<Request, Response>(
+        shards_[shard].get(), &runner_, policy_, std::move(request),
+        std::move(invoke),
+        [this, done = std::move(done)](const absl::Status& status,
+                                       Response* response) {
+          done(status, response);
+          absl::MutexLock lock(&calls_mu_);
+          --calls_in_flight_;
+        });
   }
 
   const ClientOptions options_;
@@ -106,6 +118,8 @@ class GrpcClient final : public Client {
   std::atomic<int64_t> heartbeat_every_ms_{1000};
   absl::Notification stop_heartbeats_;
   std::thread heartbeat_thread_;
+  absl::Mutex calls_mu_;
+  int64_t calls_in_flight_ ABSL_GUARDED_BY(calls_mu_) = 0;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<const TableMeta>> tables_
       ABSL_GUARDED_BY(mu_);

@@ -5,6 +5,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "common/float_bytes.h"
+#include "common/vector_math.h"
 #include "worker/src/grpc_client.h"
 
 namespace taups {
@@ -34,20 +35,25 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
   const TableConfig& config = (*meta)->config;
   absl::Status valid = CheckSparse(config, keys.size(), rows.size(), "rows");
   if (!valid.ok()) return valid;
-  PullInfo info;
-  info.shard_versions.assign(shards_.size(), 0);
-  info.shard_touched.assign(shards_.size(), false);
-  if (keys.empty()) return info;
+  // Shared with the callbacks, which may still be unwinding when this call
+  // returns.
+  struct State {
+    absl::Mutex mu;
+    PullInfo info;
+    std::promise<absl::Status> done;
+  };
+  auto state = std::make_shared<State>();
+  state->info.shard_versions.assign(shards_.size(), 0);
+  state->info.shard_touched.assign(shards_.size(), false);
+  if (keys.empty()) return state->info;
 
   const absl::Time start = absl::Now();
   const std::vector<ShardKeys> groups = GroupKeysByShard(keys, num_shards());
   const uint32_t dim = config.dim;
-  absl::Mutex mu;
-  std::promise<absl::Status> done;
   size_t calls = 0;
   for (const ShardKeys& g : groups) calls += g.keys.empty() ? 0 : 1;
   auto fan = std::make_shared<FanIn>(
-      calls, [&done](absl::Status s) { done.set_value(s); });
+      calls, [state](absl::Status s) { state->done.set_value(s); });
   const std::string name(table);
   for (uint32_t s = 0; s < groups.size(); ++s) {
     if (groups[s].keys.empty()) continue;
@@ -64,8 +70,8 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
            std::function<void(grpc::Status)> cb) {
           stub->async()->PullSparse(ctx, req, resp, std::move(cb));
         },
-        [&, s, group, fan](const absl::Status& status,
-                           v1::PullSparseResponse* response) {
+        [this, s, group, fan, state, rows, dim](
+            const absl::Status& status, v1::PullSparseResponse* response) {
           if (!status.ok()) return fan->Report(status);
           const size_t row_bytes = size_t{dim} * sizeof(float);
           if (response->values().size() != group->keys.size() * row_bytes) {
@@ -81,7 +87,8 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
           const bool restarted =
               NoteIncarnation(s, response->server_incarnation());
           {
-            absl::MutexLock lock(&mu);
+            absl::MutexLock lock(&state->mu);
+            PullInfo& info = state->info;
             info.shard_versions[s] = response->version();
             info.step = std::max(info.step, response->step());
             info.shard_touched[s] = true;
@@ -90,8 +97,10 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
           fan->Report(absl::OkStatus());
         });
   }
-  absl::Status status = done.get_future().get();
+  absl::Status status = state->done.get_future().get();
   if (!status.ok()) return status;
+  absl::MutexLock lock(&state->mu);
+  PullInfo info = state->info;
   info.elapsed = absl::Now() - start;
   CatchUp(info.step);
   RecordPull(name, info);
@@ -107,9 +116,14 @@ absl::StatusOr<PushResult> GrpcClient::PushSparse(
   absl::Status valid =
       CheckSparse(config, keys.size(), gradients.size(), "gradients");
   if (!valid.ok()) return valid;
-  PushResult result;
-  result.shards.resize(shards_.size());
-  if (keys.empty()) return result;
+  struct State {
+    absl::Mutex mu;
+    PushResult result;
+    std::promise<absl::Status> done;
+  };
+  auto state = std::make_shared<State>();
+  state->result.shards.resize(shards_.size());
+  if (keys.empty()) return state->result;
   const std::string name(table);
   const std::vector<uint64_t> base = BaseVersions(name, basis);
   if (base.size() != shards_.size()) {
@@ -120,17 +134,13 @@ absl::StatusOr<PushResult> GrpcClient::PushSparse(
   const std::vector<ShardKeys> groups = GroupKeysByShard(keys, num_shards());
   const std::vector<std::vector<float>> merged =
       MergeSparseGradients(groups, gradients, config.dim);
-  absl::Mutex mu;
-  std::promise<absl::Status> done;
   size_t calls = 0;
   for (const ShardKeys& g : groups) calls += g.keys.empty() ? 0 : 1;
   auto fan = std::make_shared<FanIn>(
-      calls, [&done](absl::Status s) { done.set_value(s); });
+      calls, [state](absl::Status s) { state->done.set_value(s); });
   const v1::PushOrigin origin = NextOrigin();
   double norm_sq = 0.0;
-  for (const auto& shard_gradients : merged) {
-    for (float g : shard_gradients) norm_sq += static_cast<double>(g) * g;
-  }
+  for (const auto& shard_gradients : merged) norm_sq += SquaredNorm(shard_gradients);
   for (uint32_t s = 0; s < groups.size(); ++s) {
     if (groups[s].keys.empty()) continue;
     v1::PushSparseRequest request;
@@ -148,11 +158,12 @@ absl::StatusOr<PushResult> GrpcClient::PushSparse(
            std::function<void(grpc::Status)> cb) {
           stub->async()->PushSparse(ctx, req, resp, std::move(cb));
         },
-        [&, s, fan](const absl::Status& status, v1::PushResponse* response) {
+        [this, s, fan, state](const absl::Status& status,
+                              v1::PushResponse* response) {
           if (status.ok()) {
             NoteIncarnation(s, response->server_incarnation());
-            absl::MutexLock lock(&mu);
-            ShardPushResult& r = result.shards[s];
+            absl::MutexLock lock(&state->mu);
+            ShardPushResult& r = state->result.shards[s];
             r.touched = true;
             r.accepted = response->accepted();
             r.tau = response->tau();
@@ -163,9 +174,10 @@ absl::StatusOr<PushResult> GrpcClient::PushSparse(
           fan->Report(status);
         });
   }
-  absl::Status status = done.get_future().get();
+  absl::Status status = state->done.get_future().get();
   if (!status.ok()) return status;
-  return result;
+  absl::MutexLock lock(&state->mu);
+  return state->result;
 }
 
 }  // namespace taups

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "common/malloc_tuning.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
@@ -134,6 +135,7 @@ absl::Status Run() {
 }  // namespace taups::trainer
 
 int main(int argc, char** argv) {
+  taups::KeepLargeBuffersMapped();
   // --help lists this file's flags (absl would otherwise look for a file
   // named after the binary).
   absl::FlagsUsageConfig usage;

@@ -1,0 +1,15 @@
+// Small numeric helpers on float spans, written so the compiler can vectorize
+// them (independent partial sums instead of one serial accumulator).
+#ifndef TAUPS_COMMON_VECTOR_MATH_H_
+#define TAUPS_COMMON_VECTOR_MATH_H_
+
+#include "absl/types/span.h"
+
+namespace taups {
+
+// Sum of squares, accumulated in double.
+double SquaredNorm(absl::Span<const float> values);
+
+}  // namespace taups
+
+#endif  // TAUPS_COMMON_VECTOR_MATH_H_
