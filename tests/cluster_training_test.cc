@@ -19,16 +19,20 @@ struct WorkerRun {
 };
 
 // Runs `workers` ps_worker processes against `shards` and waits for them.
-std::vector<WorkerRun> RunWorkers(const TempDir& dir,
-                                  const std::vector<Shard>& shards,
-                                  int workers,
-                                  const std::vector<std::string>& args) {
+// Worker w also gets per_worker[w] when given.
+std::vector<WorkerRun> RunWorkers(
+    const TempDir& dir, const std::vector<Shard>& shards, int workers,
+    const std::vector<std::string>& args,
+    const std::vector<std::vector<std::string>>& per_worker = {}) {
   std::vector<std::unique_ptr<Process>> processes;
   for (int w = 0; w < workers; ++w) {
     std::vector<std::string> argv = {
         "--servers=" + JoinAddresses(shards), absl::StrCat("--worker_id=", w),
         absl::StrCat("--num_workers=", workers), "--device=cpu"};
     argv.insert(argv.end(), args.begin(), args.end());
+    if (w < static_cast<int>(per_worker.size())) {
+      argv.insert(argv.end(), per_worker[w].begin(), per_worker[w].end());
+    }
     processes.push_back(std::make_unique<Process>(
         BinDir() + "/ps_worker", argv,
         absl::StrCat(dir.path(), "/worker", w, ".log")));
@@ -61,6 +65,33 @@ TEST_CASE("two shards, two async workers train the Fashion-MNIST MLP to 80%") {
     REQUIRE(JsonNumber(run.json, "tau_max").has_value());
   }
   for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
+}
+
+TEST_CASE("sync across real processes: one model, no staleness, straggler named") {
+  TempDir dir;
+  std::vector<Shard> shards = StartShards(dir.path(), 2, {"--stats_interval_s=1"});
+  const auto runs = RunWorkers(
+      dir, shards, 2,
+      {"--model=mlp", "--steps=250", "--log_every=50", "--seed=3",
+       "--consistency=sync"},
+      {{}, {"--slowdown=3"}});
+  for (const WorkerRun& run : runs) {
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    REQUIRE(JsonNumber(run.json, "tau_max") == 0.0);
+    CHECK(*JsonNumber(run.json, "test_accuracy") >= 0.78);
+  }
+  // Both workers evaluated the same parameters.
+  REQUIRE(JsonNumber(runs[0].json, "test_accuracy") ==
+          JsonNumber(runs[1].json, "test_accuracy"));
+  // The fast worker waited for the slow one; the slow one hardly waited.
+  REQUIRE(*JsonNumber(runs[0].json, "pull_wait_ms") >
+          2 * *JsonNumber(runs[1].json, "pull_wait_ms"));
+  for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
+  const std::string log = shards[0].process->Output();
+  INFO(log);
+  REQUIRE(log.find("sync version=250") != std::string::npos);
+  REQUIRE(log.find("straggler=worker1") != std::string::npos);
 }
 
 }  // namespace
