@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages tauPS needs to build, test and run the demo.
+#
+#   ./deploy/setup.sh
+#
+# Idempotent: when every package is already installed it returns at once
+# without touching apt. Runs apt through sudo unless it is already root.
+# Installs nothing but the packages listed below (the CUDA toolkit is optional
+# and not installed here; CMake finds it at /usr/local/cuda when present).
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config ccache
+  # libraries
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libspdlog-dev catch2 libbenchmark-dev libcpp-httplib-dev
+  libsystemd-dev zlib1g-dev
+  # demo data, plotting
+  dataset-fashion-mnist python3 python3-matplotlib
+)
+
+log() { printf 'setup: %s\n' "$*"; }
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+  if [[ "$status" != "installed" ]]; then
+    missing+=("$pkg")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  log "all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  log "apt-get not found: tauPS targets Debian 12. Install these packages" \
+      "by other means: ${missing[*]}" >&2
+  exit 1
+fi
+
+SUDO=()
+if [[ $(id -u) -ne 0 ]]; then
+  if ! command -v sudo >/dev/null 2>&1; then
+    log "not root and sudo is not installed; run as root or install:" \
+        "${missing[*]}" >&2
+    exit 1
+  fi
+  SUDO=(sudo)
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+log "installing ${#missing[@]} missing package(s): ${missing[*]}"
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+  --no-install-recommends "${missing[@]}"
+log "done"
