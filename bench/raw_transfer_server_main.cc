@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
+#include "common/usage.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
@@ -20,7 +21,7 @@ ABSL_FLAG(std::string, max_download, "64MiB",
           "Preallocated Download buffer; larger Downloads are refused.");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  taups::SetUsage(
       "Serves taups.bench.RawTransfer, the raw gRPC reference of "
       "throughput_bench.\n  raw_transfer_server --port=7100\n"
       "Stops on SIGTERM or SIGINT.");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "common/usage.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
@@ -304,7 +305,7 @@ absl::Status Run() {
 }  // namespace taups::bench
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  taups::SetUsage(
       "Measures tauPS dense and sparse push/pull throughput and prints it next "
       "to raw gRPC moving the same bytes and a local memcpy.\n"
       "  throughput_bench                      # in-process shards, 127.0.0.1\n"

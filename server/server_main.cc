@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
+#include "common/usage.h"
 #include "common/malloc_tuning.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -53,7 +54,7 @@ int Fail(const absl::Status& status) {
 
 int main(int argc, char** argv) {
   taups::KeepLargeBuffersMapped();
-  absl::SetProgramUsageMessage(
+  taups::SetUsage(
       "One shard of a tauPS parameter server.\n"
       "  ps_server --shard_index=0 --num_shards=2 --port=7000\n"
       "  ps_server --cluster_file=cluster.txt --shard_index=1\n"

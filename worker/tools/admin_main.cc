@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "common/usage.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
@@ -91,7 +92,7 @@ absl::Status Run(const std::vector<char*>& args) {
 }  // namespace taups
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  taups::SetUsage(
       "Inspect or steer a tauPS cluster.\n"
       "  ps_admin --servers=h:p,h:p --table=T stats\n"
       "  ps_admin --servers=h:p,h:p --table=T --num_workers=N set-policy "

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "common/usage.h"
 #include "common/malloc_tuning.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -144,7 +145,7 @@ int main(int argc, char** argv) {
   };
   usage.contains_helpshort_flags = usage.contains_help_flags;
   absl::SetFlagsUsageConfig(usage);
-  absl::SetProgramUsageMessage(
+  taups::SetUsage(
       "Trains a model against tauPS parameter servers.\n"
       "  ps_worker --servers=127.0.0.1:7000,127.0.0.1:7001 --worker_id=0 "
       "--num_workers=2 --model=mlp --steps=400\n"
