@@ -5,10 +5,18 @@
 #
 #   deploy/local_cluster.sh [--shards N] [--workers N] [--bin_dir DIR]
 #                           [--server_flag FLAG]... [--log_dir DIR]
-#                           [-- ps_worker flags...]
+#                           [--straggler K] [-- ps_worker flags...]
 #
 #   deploy/local_cluster.sh                                # 2 shards, 4 workers, mlp
 #   deploy/local_cluster.sh --workers 8 -- --model=ctr --steps=2000
+#
+# Stragglers: --straggler K makes the last worker K times slower
+# (ps_worker --slowdown=K). Watch the shards' stats lines name it and the
+# other workers' pull_wait grow under sync, then vanish under semi_sync:
+#   deploy/local_cluster.sh --straggler 4 --server_flag --stats_interval_s=2 \
+#     -- --steps=300 --consistency=sync
+#   deploy/local_cluster.sh --straggler 4 --server_flag --stats_interval_s=2 \
+#     -- --steps=300 --consistency=semi_sync --quorum=0.75
 #
 # Every process it starts is stopped when it exits, however it exits (SIGTERM,
 # then SIGKILL after a grace period). Logs stay in the directory it names
@@ -26,6 +34,7 @@ BUILD_DIR="${TAUPS_BUILD_DIR:-build}"
 [[ "$BUILD_DIR" == /* ]] || BUILD_DIR="$REPO_ROOT/$BUILD_DIR"
 BIN_DIR="$BUILD_DIR/bin"
 LOG_DIR=""
+STRAGGLER=""
 SERVER_FLAGS=()
 WORKER_FLAGS=()
 readonly PORT_WAIT_S=30   # how long a shard may take to write its port file
@@ -54,6 +63,8 @@ while [[ $# -gt 0 ]]; do
     --bin_dir=*) BIN_DIR="${1#*=}"; shift ;;
     --log_dir) need_value "$@"; LOG_DIR="$2"; shift 2 ;;
     --log_dir=*) LOG_DIR="${1#*=}"; shift ;;
+    --straggler) need_value "$@"; STRAGGLER="$2"; shift 2 ;;
+    --straggler=*) STRAGGLER="${1#*=}"; shift ;;
     --server_flag) need_value "$@"; SERVER_FLAGS+=("$2"); shift 2 ;;
     --server_flag=*) SERVER_FLAGS+=("${1#*=}"); shift ;;
     -h | --help) usage; exit 0 ;;
@@ -64,6 +75,8 @@ done
 
 [[ "$SHARDS" =~ ^[1-9][0-9]*$ ]] || die "--shards must be a positive integer"
 [[ "$WORKERS" =~ ^[1-9][0-9]*$ ]] || die "--workers must be a positive integer"
+[[ -z "$STRAGGLER" || "$STRAGGLER" =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+  die "--straggler must be a number (the slowdown factor, e.g. 4)"
 for bin in ps_server ps_worker; do
   [[ -x "$BIN_DIR/$bin" ]] ||
     die "$BIN_DIR/$bin not found; build first (./deploy/quickstart.sh demo," \
@@ -237,8 +250,13 @@ say "shards up: --servers=$SERVERS"
 say "starting $WORKERS ps_worker(s): ${WORKER_FLAGS[*]:-(default flags)}"
 WORKER_PIDS=()
 for ((w = 0; w < WORKERS; w++)); do
+  extra=()
+  if [[ -n "$STRAGGLER" && $w -eq $((WORKERS - 1)) ]]; then
+    extra=(--slowdown="$STRAGGLER")
+    say "worker$w is the straggler: --slowdown=$STRAGGLER"
+  fi
   launch "worker$w" split "$BIN_DIR/ps_worker" --servers="$SERVERS" \
-    --worker_id="$w" --num_workers="$WORKERS" "${WORKER_FLAGS[@]}"
+    --worker_id="$w" --num_workers="$WORKERS" "${WORKER_FLAGS[@]}" "${extra[@]}"
   WORKER_PIDS+=("${PIDS[-1]}")
 done
 
