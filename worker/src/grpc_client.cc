@@ -243,104 +243,78 @@ void GrpcClient::RecordPull(const std::string& table, const PullInfo& info) {
 
 absl::Status GrpcClient::CreateTable(const TableConfig& config) {
   RETURN_IF_ERROR(config.Validate());
-  auto promise = std::make_shared<std::promise<absl::Status>>();
-  auto fan = std::make_shared<FanIn>(
-      shards_.size(), [promise](absl::Status s) { promise->set_value(s); });
-  for (uint32_t s = 0; s < shards_.size(); ++s) {
-    v1::CreateTableRequest request;
-    ToWire(config, request.mutable_config());
-    request.set_exist_ok(true);
-    Call<v1::CreateTableRequest, v1::CreateTableResponse>(
-        s, std::move(request),
-        [](Stub* stub, grpc::ClientContext* ctx,
-           const v1::CreateTableRequest* req, v1::CreateTableResponse* resp,
-           std::function<void(grpc::Status)> cb) {
-          stub->async()->CreateTable(ctx, req, resp, std::move(cb));
-        },
-        [this, s, fan](const absl::Status& status,
-                       v1::CreateTableResponse* response) {
-          absl::Status result = status;
-          if (result.ok()) {
-            NoteIncarnation(s, response->server_incarnation());
-            if (response->info().num_shards() != shards_.size()) {
-              result = absl::FailedPreconditionError(absl::StrCat(
-                  "shard ", s, " believes the cluster has ",
-                  response->info().num_shards(), " shards; this client has ",
-                  shards_.size()));
-            }
-          }
-          fan->Report(result);
-        });
-  }
-  RETURN_IF_ERROR(promise->get_future().get());
+  v1::CreateTableRequest request;
+  ToWire(config, request.mutable_config());
+  request.set_exist_ok(true);
+  RETURN_IF_ERROR((CallEveryShard<v1::CreateTableRequest, v1::CreateTableResponse>(
+      request,
+      [](Stub* stub, grpc::ClientContext* ctx, const v1::CreateTableRequest* req,
+         v1::CreateTableResponse* resp, std::function<void(grpc::Status)> cb) {
+        stub->async()->CreateTable(ctx, req, resp, std::move(cb));
+      },
+      [this](uint32_t s, v1::CreateTableResponse* response) {
+        NoteIncarnation(s, response->server_incarnation());
+        if (response->info().num_shards() != shards_.size()) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "shard ", s, " believes the cluster has ",
+              response->info().num_shards(), " shards; this client has ",
+              shards_.size()));
+        }
+        return absl::OkStatus();
+      })));
   Remember(config);
   return absl::OkStatus();
 }
 
 absl::StatusOr<TableConfig> GrpcClient::OpenTable(absl::string_view name) {
-  struct Found {
-    absl::Mutex mu;
-    std::vector<TableConfig> configs;
-  };
-  auto found = std::make_shared<Found>();
-  auto promise = std::make_shared<std::promise<absl::Status>>();
-  auto fan = std::make_shared<FanIn>(
-      shards_.size(), [promise](absl::Status s) { promise->set_value(s); });
-  for (uint32_t s = 0; s < shards_.size(); ++s) {
-    v1::GetTableRequest request;
-    request.set_name(std::string(name));
-    Call<v1::GetTableRequest, v1::GetTableResponse>(
-        s, std::move(request),
-        [](Stub* stub, grpc::ClientContext* ctx, const v1::GetTableRequest* req,
-           v1::GetTableResponse* resp, std::function<void(grpc::Status)> cb) {
-          stub->async()->GetTable(ctx, req, resp, std::move(cb));
-        },
-        [this, s, fan, found](const absl::Status& status,
-                              v1::GetTableResponse* response) {
-          if (!status.ok()) return fan->Report(status);
-          NoteIncarnation(s, response->server_incarnation());
-          absl::StatusOr<TableConfig> config = FromWire(response->info().config());
-          if (config.ok()) {
-            absl::MutexLock lock(&found->mu);
-            found->configs.push_back(*config);
-          }
-          fan->Report(config.status());
-        });
-  }
-  RETURN_IF_ERROR(promise->get_future().get());
-  for (const TableConfig& config : found->configs) {
-    if (!(config == found->configs.front())) {
+  absl::Mutex mu;
+  std::vector<TableConfig> configs;
+  v1::GetTableRequest request;
+  request.set_name(std::string(name));
+  // The callbacks have all run when CallEveryShard returns, so they may use
+  // these locals by reference.
+  RETURN_IF_ERROR((CallEveryShard<v1::GetTableRequest, v1::GetTableResponse>(
+      request,
+      [](Stub* stub, grpc::ClientContext* ctx, const v1::GetTableRequest* req,
+         v1::GetTableResponse* resp, std::function<void(grpc::Status)> cb) {
+        stub->async()->GetTable(ctx, req, resp, std::move(cb));
+      },
+      [this, &mu, &configs](uint32_t s, v1::GetTableResponse* response) {
+        NoteIncarnation(s, response->server_incarnation());
+        absl::StatusOr<TableConfig> config = FromWire(response->info().config());
+        if (!config.ok()) return config.status();
+        absl::MutexLock lock(&mu);
+        configs.push_back(*std::move(config));
+        return absl::OkStatus();
+      })));
+  for (const TableConfig& config : configs) {
+    if (!(config == configs.front())) {
       return absl::FailedPreconditionError(absl::StrCat(
           "table '", name, "' has different configurations on different shards"));
     }
   }
-  return found->configs.front();
+  return configs.front();
 }
 
 absl::Status GrpcClient::SetConsistency(absl::string_view table,
                                         const ConsistencyConfig& consistency,
                                         const StalenessConfig& staleness) {
-  auto promise = std::make_shared<std::promise<absl::Status>>();
-  auto fan = std::make_shared<FanIn>(
-      shards_.size(), [promise](absl::Status s) { promise->set_value(s); });
-  for (uint32_t s = 0; s < shards_.size(); ++s) {
-    v1::SetConsistencyRequest request;
-    request.set_table(std::string(table));
-    ToWire(consistency, request.mutable_consistency());
-    ToWire(staleness, request.mutable_staleness());
-    Call<v1::SetConsistencyRequest, v1::SetConsistencyResponse>(
-        s, std::move(request),
-        [](Stub* stub, grpc::ClientContext* ctx,
-           const v1::SetConsistencyRequest* req,
-           v1::SetConsistencyResponse* resp,
-           std::function<void(grpc::Status)> cb) {
-          stub->async()->SetConsistency(ctx, req, resp, std::move(cb));
-        },
-        [fan](const absl::Status& status, v1::SetConsistencyResponse*) {
-          fan->Report(status);
-        });
-  }
-  RETURN_IF_ERROR(promise->get_future().get());
+  v1::SetConsistencyRequest request;
+  request.set_table(std::string(table));
+  ToWire(consistency, request.mutable_consistency());
+  ToWire(staleness, request.mutable_staleness());
+  RETURN_IF_ERROR(
+      (CallEveryShard<v1::SetConsistencyRequest, v1::SetConsistencyResponse>(
+          request,
+          [](Stub* stub, grpc::ClientContext* ctx,
+             const v1::SetConsistencyRequest* req,
+             v1::SetConsistencyResponse* resp,
+             std::function<void(grpc::Status)> cb) {
+            stub->async()->SetConsistency(ctx, req, resp, std::move(cb));
+          },
+          [](uint32_t, v1::SetConsistencyResponse*) {
+            return absl::OkStatus();
+          })));
   absl::MutexLock lock(&mu_);
   tables_.erase(table);  // re-read the config on next use
   return absl::OkStatus();
@@ -349,60 +323,57 @@ absl::Status GrpcClient::SetConsistency(absl::string_view table,
 absl::StatusOr<std::vector<TableShardStats>> GrpcClient::Stats(
     absl::string_view table) {
   std::vector<TableShardStats> all(shards_.size());
-  auto promise = std::make_shared<std::promise<absl::Status>>();
-  auto fan = std::make_shared<FanIn>(
-      shards_.size(), [promise](absl::Status s) { promise->set_value(s); });
-  for (uint32_t s = 0; s < shards_.size(); ++s) {
-    v1::StatsRequest request;
-    request.set_table(std::string(table));
-    TableShardStats* out = &all[s];
-    Call<v1::StatsRequest, v1::StatsResponse>(
-        s, std::move(request),
-        [](Stub* stub, grpc::ClientContext* ctx, const v1::StatsRequest* req,
-           v1::StatsResponse* resp, std::function<void(grpc::Status)> cb) {
-          stub->async()->Stats(ctx, req, resp, std::move(cb));
-        },
-        [fan, out, s](const absl::Status& status, v1::StatsResponse* r) {
-          if (status.ok() && r->tables_size() == 1) {
-            const v1::TableStats& t = r->tables(0);
-            out->shard = s;
-            out->version = t.info().version();
-            out->pushes = t.pushes();
-            out->rejected = t.rejected();
-            out->downweighted = t.downweighted();
-            out->late = t.late_pushes();
-            out->tau_mean = t.tau().mean();
-            out->tau_p50 = t.tau().p50();
-            out->tau_p99 = t.tau().p99();
-            out->tau_max = t.tau().max();
-            out->steps_closed = t.steps_closed();
-            out->timeout_closes = t.timeout_closes();
-            out->step_wait_p50_s = t.step_wait_s().p50();
-            out->step_wait_p99_s = t.step_wait_s().p99();
-            out->step_wait_max_s = t.step_wait_s().max();
-            out->last_straggler = t.has_straggler() ? t.last_straggler() : -1;
-            out->live_workers = r->live_workers();
-            out->dead_workers = r->dead_workers();
-            out->lease_expirations = r->lease_expirations();
-            for (const v1::WorkerStats& w : t.workers()) {
-              WorkerShardStats& ws = out->workers.emplace_back();
-              ws.worker_id = w.worker_id();
-              ws.live = w.live();
-              ws.clock = w.clock();
-              ws.last_seen_age_s = w.last_seen_age_s();
-              ws.tau_mean = w.tau().mean();
-              ws.tau_max = w.tau().max();
-              ws.pushes = w.tau().count();
-              ws.rejected = w.rejected();
-              ws.downweighted = w.downweighted();
-              ws.closed_steps_as_last = w.steps_closed_last();
-              ws.missed_steps = w.missed_steps();
-            }
-          }
-          fan->Report(status);
-        });
-  }
-  RETURN_IF_ERROR(promise->get_future().get());
+  v1::StatsRequest request;
+  request.set_table(std::string(table));
+  // Each callback writes only its own shard's entry.
+  RETURN_IF_ERROR((CallEveryShard<v1::StatsRequest, v1::StatsResponse>(
+      request,
+      [](Stub* stub, grpc::ClientContext* ctx, const v1::StatsRequest* req,
+         v1::StatsResponse* resp, std::function<void(grpc::Status)> cb) {
+        stub->async()->Stats(ctx, req, resp, std::move(cb));
+      },
+      [&all](uint32_t s, v1::StatsResponse* r) {
+        if (r->tables_size() != 1) {
+          return absl::InternalError(absl::StrCat(
+              "shard ", s, " answered Stats with ", r->tables_size(), " tables"));
+        }
+        TableShardStats* out = &all[s];
+        const v1::TableStats& t = r->tables(0);
+        out->shard = s;
+        out->version = t.info().version();
+        out->pushes = t.pushes();
+        out->rejected = t.rejected();
+        out->downweighted = t.downweighted();
+        out->late = t.late_pushes();
+        out->tau_mean = t.tau().mean();
+        out->tau_p50 = t.tau().p50();
+        out->tau_p99 = t.tau().p99();
+        out->tau_max = t.tau().max();
+        out->steps_closed = t.steps_closed();
+        out->timeout_closes = t.timeout_closes();
+        out->step_wait_p50_s = t.step_wait_s().p50();
+        out->step_wait_p99_s = t.step_wait_s().p99();
+        out->step_wait_max_s = t.step_wait_s().max();
+        out->last_straggler = t.has_straggler() ? t.last_straggler() : -1;
+        out->live_workers = r->live_workers();
+        out->dead_workers = r->dead_workers();
+        out->lease_expirations = r->lease_expirations();
+        for (const v1::WorkerStats& w : t.workers()) {
+          WorkerShardStats& ws = out->workers.emplace_back();
+          ws.worker_id = w.worker_id();
+          ws.live = w.live();
+          ws.clock = w.clock();
+          ws.last_seen_age_s = w.last_seen_age_s();
+          ws.tau_mean = w.tau().mean();
+          ws.tau_max = w.tau().max();
+          ws.pushes = w.tau().count();
+          ws.rejected = w.rejected();
+          ws.downweighted = w.downweighted();
+          ws.closed_steps_as_last = w.steps_closed_last();
+          ws.missed_steps = w.missed_steps();
+        }
+        return absl::OkStatus();
+      })));
   return all;
 }
 

@@ -109,6 +109,27 @@ class GrpcClient final : public Client {
         });
   }
 
+  // Sends `request` to every shard, all in flight at once, and blocks until
+  // each answered. on_response(shard, response) runs for every successful
+  // call (on a gRPC thread: it must synchronize what it writes) and may turn
+  // it into an error. Returns the first error, or OK.
+  template <typename Request, typename Response, typename Invoke>
+  absl::Status CallEveryShard(
+      const Request& request, Invoke invoke,
+      std::function<absl::Status(uint32_t, Response*)> on_response) {
+    auto promise = std::make_shared<std::promise<absl::Status>>();
+    auto fan = std::make_shared<FanIn>(
+        shards_.size(), [promise](absl::Status s) { promise->set_value(s); });
+    for (uint32_t s = 0; s < shards_.size(); ++s) {
+      Call<Request, Response>(
+          s, request, invoke,
+          [s, fan, on_response](const absl::Status& status, Response* response) {
+            fan->Report(status.ok() ? on_response(s, response) : status);
+          });
+    }
+    return promise->get_future().get();
+  }
+
   const ClientOptions options_;
   const RetryPolicy policy_;
   std::vector<std::unique_ptr<ShardChannels>> shards_;
