@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "common/malloc_tuning.h"
 #include "common/usage.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -305,6 +306,8 @@ absl::Status Run() {
 }  // namespace taups::bench
 
 int main(int argc, char** argv) {
+  // The same allocator settings as ps_server and ps_worker.
+  taups::KeepLargeBuffersMapped();
   taups::SetUsage(
       "Measures tauPS dense and sparse push/pull throughput and prints it next "
       "to raw gRPC moving the same bytes and a local memcpy.\n"
