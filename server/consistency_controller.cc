@@ -312,11 +312,15 @@ void ConsistencyController::CloseStepLocked(CloseReason reason,
                                             int64_t last_arrival) {
   const absl::Time now = clock_->Now();
   size_t contributors = arrived_;
+  // Missing workers in id order, so stand-ins are summed in the same order
+  // on every run (the live set's iteration order is not deterministic).
   std::vector<uint32_t> missing;
   for (uint32_t w : live_) {
     auto it = arrivals_.find(w);
-    if (it != arrivals_.end() && it->second == 0) continue;
-    missing.push_back(w);
+    if (it == arrivals_.end() || it->second != 0) missing.push_back(w);
+  }
+  std::sort(missing.begin(), missing.end());
+  for (uint32_t w : missing) {
     ++stats_.workers[w].missed_steps;
     if (consistency_.kind == ConsistencyKind::kSemiSync &&
         consistency_.late == LatePolicy::kReuseLast) {
@@ -351,7 +355,6 @@ void ConsistencyController::CloseStepLocked(CloseReason reason,
     stats_.last_straggler = last_arrival;
     ++stats_.workers[static_cast<uint32_t>(last_arrival)].closed_steps_as_last;
   }
-  std::sort(missing.begin(), missing.end());
   spdlog::debug("table '{}': step {} closed after {} ({}); {} gradients, "
                 "closed by worker {}, missing [{}]",
                 table_->config().name, open_step_, absl::FormatDuration(waited),
