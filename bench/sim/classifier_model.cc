@@ -1,5 +1,7 @@
 #include "bench/sim/classifier_model.h"
 
+#include "worker/trainer/softmax_cross_entropy.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -61,30 +63,16 @@ absl::Status SoftmaxRegression::Forward(absl::Span<const float> params,
                                   trainer::Transpose::kNo, batch, cls, input_,
                                   1.0f, x, input_, params.data(), cls, 0.0f,
                                   probs_.data(), cls));
-  double loss_sum = 0.0;
   for (int i = 0; i < batch; ++i) {
     if (labels[i] >= cls) {
       return absl::InvalidArgumentError(
           absl::StrCat("label ", labels[i], " is not below ", cls));
     }
-    float* z = probs_.data() + static_cast<size_t>(i) * cls;
-    int argmax = 0;
-    for (int j = 0; j < cls; ++j) {
-      z[j] += b[j];
-      if (z[j] > z[argmax]) argmax = j;
-    }
-    const float top = z[argmax];
-    const double margin = static_cast<double>(z[labels[i]]) - top;
-    double denom = 0.0;
-    for (int j = 0; j < cls; ++j) {
-      z[j] = std::exp(z[j] - top);
-      denom += z[j];
-    }
-    loss_sum += std::log(denom) - margin;
-    const float inv = static_cast<float>(1.0 / denom);
-    for (int j = 0; j < cls; ++j) z[j] *= inv;
-    if (argmax == labels[i]) ++stats.correct;
   }
+  const trainer::SoftmaxBatchResult head =
+      trainer::SoftmaxCrossEntropyInPlace(probs_.data(), b, labels, batch, cls);
+  const double loss_sum = head.loss_sum;
+  stats.correct += head.correct;
   const int total = stats.examples + batch;
   stats.mean_loss = (stats.mean_loss * stats.examples + loss_sum) / total;
   stats.examples = total;

@@ -1,5 +1,7 @@
 #include "worker/trainer/mlp_model.h"
 
+#include "worker/trainer/softmax_cross_entropy.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -67,27 +69,10 @@ absl::Status Mlp::Forward(absl::Span<const float> params, const float* x,
   RETURN_IF_ERROR(backend_->Sgemm(Transpose::kNo, Transpose::kNo, batch, cls,
                                   hid, 1.0f, hidden_.data(), hid, w2, cls,
                                   0.0f, probs_.data(), cls));
-  double loss_sum = 0.0;
-  for (int i = 0; i < batch; ++i) {
-    float* z = probs_.data() + static_cast<size_t>(i) * cls;
-    int argmax = 0;
-    for (int j = 0; j < cls; ++j) {
-      z[j] += b2[j];
-      if (z[j] > z[argmax]) argmax = j;
-    }
-    const float top = z[argmax];
-    const double label_margin = static_cast<double>(z[labels[i]]) - top;
-    double denom = 0.0;
-    for (int j = 0; j < cls; ++j) {
-      z[j] = std::exp(z[j] - top);
-      denom += z[j];
-    }
-    const float inv = static_cast<float>(1.0 / denom);
-    // -log softmax(z)_y = log(sum_j exp(z_j - top)) - (z_y - top).
-    loss_sum += std::log(denom) - label_margin;
-    for (int j = 0; j < cls; ++j) z[j] *= inv;
-    if (argmax == labels[i]) ++stats.correct;
-  }
+  const SoftmaxBatchResult head = SoftmaxCrossEntropyInPlace(
+      probs_.data(), b2, labels, batch, cls);
+  const double loss_sum = head.loss_sum;
+  stats.correct += head.correct;
   const int total = stats.examples + batch;
   stats.mean_loss = (stats.mean_loss * stats.examples + loss_sum) / total;
   stats.examples = total;
