@@ -70,6 +70,21 @@ absl::Status TableConfig::Validate() const {
           "': adagrad needs initial_accumulator >= 0 and epsilon > 0"));
     }
   }
+  const OptimizerConfig& o = optimizer;
+  if (!(o.momentum >= 0.0f && o.momentum < 1.0f) ||
+      !(o.adam_beta1 >= 0.0f && o.adam_beta1 < 1.0f) ||
+      !(o.adam_beta2 >= 0.0f && o.adam_beta2 < 1.0f) ||
+      !(std::isfinite(o.adam_epsilon) && o.adam_epsilon > 0.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", name, "': momentum and Adam betas must be in [0, 1) and "
+        "Adam epsilon > 0"));
+  }
+  if (!(std::isfinite(o.ftrl_beta) && o.ftrl_beta >= 0.0f) ||
+      !(std::isfinite(o.ftrl_l1) && o.ftrl_l1 >= 0.0f) ||
+      !(std::isfinite(o.ftrl_l2) && o.ftrl_l2 >= 0.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", name, "': FTRL beta, l1 and l2 must be finite and >= 0"));
+  }
   if (!std::isfinite(initializer.scale) || initializer.scale < 0.0f) {
     return absl::InvalidArgumentError(absl::StrCat(
         "table '", name, "': initializer scale must be finite and >= 0"));
@@ -124,7 +139,10 @@ bool operator==(const StalenessConfig& a, const StalenessConfig& b) {
 bool operator==(const OptimizerConfig& a, const OptimizerConfig& b) {
   return a.kind == b.kind && a.learning_rate == b.learning_rate &&
          a.adagrad_initial_accumulator == b.adagrad_initial_accumulator &&
-         a.adagrad_epsilon == b.adagrad_epsilon;
+         a.adagrad_epsilon == b.adagrad_epsilon && a.momentum == b.momentum &&
+         a.adam_beta1 == b.adam_beta1 && a.adam_beta2 == b.adam_beta2 &&
+         a.adam_epsilon == b.adam_epsilon && a.ftrl_beta == b.ftrl_beta &&
+         a.ftrl_l1 == b.ftrl_l1 && a.ftrl_l2 == b.ftrl_l2;
 }
 
 bool operator==(const InitializerConfig& a, const InitializerConfig& b) {
@@ -143,7 +161,14 @@ const char* TableKindName(TableKind kind) {
 }
 
 const char* OptimizerKindName(OptimizerKind kind) {
-  return kind == OptimizerKind::kSgd ? "sgd" : "adagrad";
+  switch (kind) {
+    case OptimizerKind::kSgd: return "sgd";
+    case OptimizerKind::kAdagrad: return "adagrad";
+    case OptimizerKind::kMomentum: return "momentum";
+    case OptimizerKind::kAdam: return "adam";
+    case OptimizerKind::kFtrl: return "ftrl";
+  }
+  return "?";
 }
 
 }  // namespace taups

@@ -11,13 +11,24 @@ void ToWire(const TableConfig& config, v1::TableConfig* wire) {
   wire->set_dense_size(config.dense_size);
   wire->set_dim(config.dim);
   auto* opt = wire->mutable_optimizer();
-  opt->set_kind(config.optimizer.kind == OptimizerKind::kSgd
-                    ? v1::OPTIMIZER_SGD
-                    : v1::OPTIMIZER_ADAGRAD);
+  switch (config.optimizer.kind) {
+    case OptimizerKind::kSgd: opt->set_kind(v1::OPTIMIZER_SGD); break;
+    case OptimizerKind::kAdagrad: opt->set_kind(v1::OPTIMIZER_ADAGRAD); break;
+    case OptimizerKind::kMomentum: opt->set_kind(v1::OPTIMIZER_MOMENTUM); break;
+    case OptimizerKind::kAdam: opt->set_kind(v1::OPTIMIZER_ADAM); break;
+    case OptimizerKind::kFtrl: opt->set_kind(v1::OPTIMIZER_FTRL); break;
+  }
   opt->set_learning_rate(config.optimizer.learning_rate);
   opt->set_adagrad_initial_accumulator(
       config.optimizer.adagrad_initial_accumulator);
   opt->set_adagrad_epsilon(config.optimizer.adagrad_epsilon);
+  opt->set_momentum(config.optimizer.momentum);
+  opt->set_adam_beta1(config.optimizer.adam_beta1);
+  opt->set_adam_beta2(config.optimizer.adam_beta2);
+  opt->set_adam_epsilon(config.optimizer.adam_epsilon);
+  opt->set_ftrl_beta(config.optimizer.ftrl_beta);
+  opt->set_ftrl_l1(config.optimizer.ftrl_l1);
+  opt->set_ftrl_l2(config.optimizer.ftrl_l2);
   auto* init = wire->mutable_initializer();
   switch (config.initializer.kind) {
     case InitializerKind::kZeros: init->set_kind(v1::INIT_ZEROS); break;
@@ -139,6 +150,11 @@ absl::StatusOr<TableConfig> FromWire(const v1::TableConfig& wire) {
     case v1::OPTIMIZER_ADAGRAD:
       config.optimizer.kind = OptimizerKind::kAdagrad;
       break;
+    case v1::OPTIMIZER_MOMENTUM:
+      config.optimizer.kind = OptimizerKind::kMomentum;
+      break;
+    case v1::OPTIMIZER_ADAM: config.optimizer.kind = OptimizerKind::kAdam; break;
+    case v1::OPTIMIZER_FTRL: config.optimizer.kind = OptimizerKind::kFtrl; break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("table '", wire.name(), "': unknown optimizer ",
@@ -148,6 +164,13 @@ absl::StatusOr<TableConfig> FromWire(const v1::TableConfig& wire) {
   config.optimizer.adagrad_initial_accumulator =
       wire.optimizer().adagrad_initial_accumulator();
   config.optimizer.adagrad_epsilon = wire.optimizer().adagrad_epsilon();
+  config.optimizer.momentum = wire.optimizer().momentum();
+  config.optimizer.adam_beta1 = wire.optimizer().adam_beta1();
+  config.optimizer.adam_beta2 = wire.optimizer().adam_beta2();
+  config.optimizer.adam_epsilon = wire.optimizer().adam_epsilon();
+  config.optimizer.ftrl_beta = wire.optimizer().ftrl_beta();
+  config.optimizer.ftrl_l1 = wire.optimizer().ftrl_l1();
+  config.optimizer.ftrl_l2 = wire.optimizer().ftrl_l2();
   switch (wire.initializer().kind()) {
     case v1::INIT_UNSPECIFIED:
     case v1::INIT_ZEROS: config.initializer.kind = InitializerKind::kZeros; break;

@@ -46,6 +46,91 @@ class AdagradOptimizer final : public Optimizer {
   const float epsilon_;
 };
 
+// v <- momentum * v + g;  w <- w - lr * v
+class MomentumOptimizer final : public Optimizer {
+ public:
+  MomentumOptimizer(float lr, float momentum) : lr_(lr), momentum_(momentum) {}
+  int state_width() const override { return 1; }
+  void InitState(float* state, size_t n) const override {
+    std::fill(state, state + n, 0.0f);
+  }
+  void Apply(float* w, float* v, const float* g, size_t n,
+             float lr_factor) const override {
+    const float step = lr_ * lr_factor;
+    for (size_t i = 0; i < n; ++i) {
+      v[i] = momentum_ * v[i] + g[i];
+      w[i] -= step * v[i];
+    }
+  }
+
+ private:
+  const float lr_;
+  const float momentum_;
+};
+
+// Adam with per-parameter step counts (slots m, v, t), so sparse rows that
+// are updated rarely still get their own bias correction.
+class AdamOptimizer final : public Optimizer {
+ public:
+  AdamOptimizer(float lr, float beta1, float beta2, float epsilon)
+      : lr_(lr), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
+  int state_width() const override { return 3; }
+  void InitState(float* state, size_t n) const override {
+    std::fill(state, state + 3 * n, 0.0f);
+  }
+  void Apply(float* w, float* state, const float* g, size_t n,
+             float lr_factor) const override {
+    const float step = lr_ * lr_factor;
+    for (size_t i = 0; i < n; ++i) {
+      float& m = state[3 * i];
+      float& v = state[3 * i + 1];
+      float& t = state[3 * i + 2];
+      t += 1.0f;
+      m = beta1_ * m + (1.0f - beta1_) * g[i];
+      v = beta2_ * v + (1.0f - beta2_) * g[i] * g[i];
+      const float m_hat = m / (1.0f - std::pow(beta1_, t));
+      const float v_hat = v / (1.0f - std::pow(beta2_, t));
+      w[i] -= step * m_hat / (std::sqrt(v_hat) + epsilon_);
+    }
+  }
+
+ private:
+  const float lr_, beta1_, beta2_, epsilon_;
+};
+
+// FTRL-Proximal, per coordinate (slots z, n); alpha = lr * lr_factor.
+class FtrlOptimizer final : public Optimizer {
+ public:
+  FtrlOptimizer(float alpha, float beta, float l1, float l2)
+      : alpha_(alpha), beta_(beta), l1_(l1), l2_(l2) {}
+  int state_width() const override { return 2; }
+  void InitState(float* state, size_t n) const override {
+    std::fill(state, state + 2 * n, 0.0f);
+  }
+  void Apply(float* w, float* state, const float* g, size_t n,
+             float lr_factor) const override {
+    const float alpha = alpha_ * lr_factor;
+    if (alpha <= 0.0f) return;
+    for (size_t i = 0; i < n; ++i) {
+      float& z = state[2 * i];
+      float& acc = state[2 * i + 1];
+      const float acc_new = acc + g[i] * g[i];
+      const float sigma = (std::sqrt(acc_new) - std::sqrt(acc)) / alpha;
+      z += g[i] - sigma * w[i];
+      acc = acc_new;
+      if (std::abs(z) <= l1_) {
+        w[i] = 0.0f;
+      } else {
+        const float sign = z > 0.0f ? 1.0f : -1.0f;
+        w[i] = -(z - sign * l1_) / ((beta_ + std::sqrt(acc)) / alpha + l2_);
+      }
+    }
+  }
+
+ private:
+  const float alpha_, beta_, l1_, l2_;
+};
+
 }  // namespace
 
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerConfig& config) {
@@ -56,6 +141,17 @@ std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerConfig& config) {
       return std::make_unique<AdagradOptimizer>(
           config.learning_rate, config.adagrad_initial_accumulator,
           config.adagrad_epsilon);
+    case OptimizerKind::kMomentum:
+      return std::make_unique<MomentumOptimizer>(config.learning_rate,
+                                                 config.momentum);
+    case OptimizerKind::kAdam:
+      return std::make_unique<AdamOptimizer>(
+          config.learning_rate, config.adam_beta1, config.adam_beta2,
+          config.adam_epsilon);
+    case OptimizerKind::kFtrl:
+      return std::make_unique<FtrlOptimizer>(config.learning_rate,
+                                             config.ftrl_beta, config.ftrl_l1,
+                                             config.ftrl_l2);
   }
   return nullptr;
 }

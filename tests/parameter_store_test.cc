@@ -247,3 +247,59 @@ TEST_CASE("sparse push applies per row; bad sparse requests change nothing") {
 
 }  // namespace
 }  // namespace taups
+
+namespace taups {
+namespace {
+
+TEST_CASE("every optimizer updates dense ranges and sparse rows as it does alone") {
+  for (OptimizerKind kind :
+       {OptimizerKind::kSgd, OptimizerKind::kAdagrad, OptimizerKind::kMomentum,
+        OptimizerKind::kAdam, OptimizerKind::kFtrl}) {
+    INFO(OptimizerKindName(kind));
+    OptimizerConfig opt;
+    opt.kind = kind;
+    opt.learning_rate = 0.1f;
+    opt.ftrl_l1 = 0.01f;
+    InitializerConfig init;
+    init.kind = InitializerKind::kUniform;
+    init.scale = 0.5f;
+    init.seed = 9;
+    TableConfig dense = TableConfig::Dense("d", 5);
+    dense.optimizer = opt;
+    dense.initializer = init;
+    TableConfig sparse = TableConfig::Sparse("s", 3);
+    sparse.optimizer = opt;
+    sparse.initializer = init;
+    ParameterStore store(0, 1);
+    bool created = false;
+    REQUIRE(store.CreateTable(dense, false, &created).ok());
+    REQUIRE(store.CreateTable(sparse, false, &created).ok());
+
+    const std::vector<float> g = {0.3f, -1.0f, 2.0f, 0.0f, -0.2f};
+    const std::vector<uint64_t> keys = {42, 7};
+    const std::vector<float> rows_g = {0.3f, -1.0f, 2.0f, 1.5f, 0.0f, -0.7f};
+    // Reference: the optimizer alone on the initial values, twice.
+    auto reference = MakeOptimizer(opt);
+    std::vector<float> w(5), wstate(5 * reference->state_width());
+    Initializer(init, "d").FillDense(0, absl::MakeSpan(w));
+    reference->InitState(wstate.data(), 5);
+    std::vector<float> rows(6), rstate(6 * reference->state_width());
+    Initializer(init, "s").FillRow(42, absl::MakeSpan(rows.data(), 3));
+    Initializer(init, "s").FillRow(7, absl::MakeSpan(rows.data() + 3, 3));
+    reference->InitState(rstate.data(), 6);
+    for (uint64_t step = 0; step < 2; ++step) {
+      reference->Apply(w.data(), wstate.data(), g.data(), 5, 1.0f);
+      reference->Apply(rows.data(), rstate.data(), rows_g.data(), 6, 1.0f);
+      REQUIRE(store.PushDense("d", 0, g, Meta(Origin(0, step + 1), step, 1)).ok());
+      REQUIRE(store.PushSparse("s", keys, rows_g, Meta(Origin(0, step + 1), step, 1)).ok());
+    }
+    std::vector<float> got(5), got_rows(6);
+    REQUIRE(store.PullDense("d", 0, absl::MakeSpan(got)).ok());
+    REQUIRE(store.PullSparse("s", keys, absl::MakeSpan(got_rows)).ok());
+    for (size_t i = 0; i < 5; ++i) REQUIRE(got[i] == Approx(w[i]));
+    for (size_t i = 0; i < 6; ++i) REQUIRE(got_rows[i] == Approx(rows[i]));
+  }
+}
+
+}  // namespace
+}  // namespace taups

@@ -17,7 +17,7 @@
 namespace taups {
 
 enum class TableKind { kDense, kSparse };
-enum class OptimizerKind { kSgd, kAdagrad };
+enum class OptimizerKind { kSgd, kAdagrad, kMomentum, kAdam, kFtrl };
 enum class InitializerKind { kZeros, kUniform, kNormal };
 // When updates apply and what pulls wait for (see ConsistencyConfig).
 enum class ConsistencyKind { kAsync, kSync, kSemiSync, kSsp };
@@ -42,6 +42,20 @@ struct OptimizerConfig {
   // Adagrad: accumulator starts here; update is lr * g / (sqrt(acc) + eps).
   float adagrad_initial_accumulator = 0.1f;
   float adagrad_epsilon = 1e-8f;
+  // Momentum (heavy ball): v = momentum * v + g;  w -= lr * v.
+  float momentum = 0.9f;
+  // Adam: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; with t the number of
+  // updates this parameter has had, w -= lr * m^ / (sqrt(v^) + eps) where
+  // m^ = m / (1 - b1^t), v^ = v / (1 - b2^t).
+  float adam_beta1 = 0.9f;
+  float adam_beta2 = 0.999f;
+  float adam_epsilon = 1e-8f;
+  // FTRL-Proximal (McMahan et al. 2013), per coordinate, with alpha = lr:
+  // sigma = (sqrt(n + g^2) - sqrt(n)) / alpha; z += g - sigma w; n += g^2;
+  // w = 0 if |z| <= l1, else -(z - sign(z) l1) / ((beta + sqrt(n)) / alpha + l2).
+  float ftrl_beta = 1.0f;
+  float ftrl_l1 = 0.0f;
+  float ftrl_l2 = 0.0f;
 };
 
 // How parameters are born. Deterministic: the same (seed, table, position or
