@@ -41,9 +41,10 @@ absl::Status TableConfig::Validate() const {
           "dense table '", name, "': size ", dense_size, " outside 1..",
           kMaxDenseTableSize));
     }
-    if (dim != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("dense table '", name, "': dim is for sparse tables"));
+    if (dim != 0 || sparse_max_rows != 0 || sparse_admit_after != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dense table '", name, "': dim, max_rows and admit_after are for "
+          "sparse tables"));
     }
   } else {
     if (dim == 0 || dim > kMaxSparseDim) {
@@ -53,6 +54,11 @@ absl::Status TableConfig::Validate() const {
     if (dense_size != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "sparse table '", name, "': dense_size is for dense tables"));
+    }
+    if (sparse_max_rows != 0 && sparse_max_rows < 64) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sparse table '", name, "': max_rows ", sparse_max_rows,
+          " is below the 64 lock stripes it is split over (0 = unbounded)"));
     }
   }
   const float lr = optimizer.learning_rate;
@@ -152,6 +158,8 @@ bool operator==(const InitializerConfig& a, const InitializerConfig& b) {
 bool operator==(const TableConfig& a, const TableConfig& b) {
   return a.name == b.name && a.kind == b.kind &&
          a.dense_size == b.dense_size && a.dim == b.dim &&
+         a.sparse_max_rows == b.sparse_max_rows &&
+         a.sparse_admit_after == b.sparse_admit_after &&
          a.optimizer == b.optimizer && a.initializer == b.initializer &&
          a.consistency == b.consistency && a.staleness == b.staleness;
 }

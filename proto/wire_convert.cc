@@ -10,6 +10,8 @@ void ToWire(const TableConfig& config, v1::TableConfig* wire) {
                                                   : v1::TABLE_KIND_SPARSE);
   wire->set_dense_size(config.dense_size);
   wire->set_dim(config.dim);
+  wire->set_sparse_max_rows(config.sparse_max_rows);
+  wire->set_sparse_admit_after(config.sparse_admit_after);
   auto* opt = wire->mutable_optimizer();
   switch (config.optimizer.kind) {
     case OptimizerKind::kSgd: opt->set_kind(v1::OPTIMIZER_SGD); break;
@@ -145,6 +147,8 @@ absl::StatusOr<TableConfig> FromWire(const v1::TableConfig& wire) {
   }
   config.dense_size = wire.dense_size();
   config.dim = wire.dim();
+  config.sparse_max_rows = wire.sparse_max_rows();
+  config.sparse_admit_after = wire.sparse_admit_after();
   switch (wire.optimizer().kind()) {
     case v1::OPTIMIZER_SGD: config.optimizer.kind = OptimizerKind::kSgd; break;
     case v1::OPTIMIZER_ADAGRAD:

@@ -19,6 +19,8 @@ void InfoToWire(const TableInfo& info, v1::TableInfo* wire) {
   wire->set_version(info.version);
   wire->set_sparse_rows(info.sparse_rows);
   wire->set_open_step(info.open_step);
+  wire->set_sparse_evictions(info.sparse_evictions);
+  wire->set_sparse_refused(info.sparse_refused);
 }
 
 PushOrigin OriginFromWire(const v1::PushOrigin& wire) {

@@ -99,6 +99,8 @@ TableInfo ParameterStore::InfoOf(const Entry& entry) const {
     info.range = entry.dense->range();
   } else {
     info.sparse_rows = entry.sparse->num_rows();
+    info.sparse_evictions = entry.sparse->evictions();
+    info.sparse_refused = entry.sparse->refused();
   }
   return info;
 }

@@ -48,6 +48,8 @@ struct TableInfo {
   uint64_t version = 0;
   uint64_t open_step = 0;  // sync / semi_sync
   uint64_t sparse_rows = 0;
+  uint64_t sparse_evictions = 0;  // rows evicted to stay under the limit
+  uint64_t sparse_refused = 0;    // touches of keys not admitted yet
 };
 
 // Who pulls, at which clock, and how long the pull may wait for its policy.

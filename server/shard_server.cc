@@ -79,7 +79,9 @@ void LogStats(const ParameterStore& store) {
         t.pushes, t.tau.mean(), t.tau.Percentile(0.99), t.tau.max(),
         t.rejected, t.downweighted, t.late, steps, live, stats.workers.size(),
         info.config.kind == TableKind::kSparse
-            ? absl::StrCat(" rows=", info.sparse_rows)
+            ? absl::StrCat(" rows=", info.sparse_rows, " evicted=",
+                           info.sparse_evictions, " refused=",
+                           info.sparse_refused)
             : std::string());
   }
 }

@@ -13,8 +13,13 @@ SparseTable::SparseTable(const TableConfig& config)
       dim_(config.dim),
       optimizer_(MakeOptimizer(config.optimizer)),
       row_stride_(static_cast<size_t>(dim_) * (1 + optimizer_->state_width())),
-      initializer_(config.initializer, config.name),
-      stripes_(new Stripe[kStripes]) {}
+      initializer_(config.initializer, config.name) {
+  const size_t per_stripe = config.sparse_max_rows / kStripes;
+  for (int s = 0; s < kStripes; ++s) {
+    stripes_.push_back(std::make_unique<Stripe>(row_stride_, per_stripe,
+                                                config.sparse_admit_after));
+  }
+}
 
 int SparseTable::StripeIndexOf(uint64_t key) {
   // High bits: the low bits of the same hash choose the shard.
@@ -41,7 +46,7 @@ void SparseTable::ForEachKeyByStripe(absl::Span<const uint64_t> keys,
   }
   for (int s = 0; s < kStripes; ++s) {
     if (begin[s] == begin[s + 1]) continue;
-    Stripe& stripe = stripes_[s];
+    Stripe& stripe = *stripes_[s];
     absl::MutexLock lock(&stripe.mu);
     for (uint32_t k = begin[s]; k < begin[s + 1]; ++k) fn(stripe, order[k]);
   }
@@ -49,31 +54,51 @@ void SparseTable::ForEachKeyByStripe(absl::Span<const uint64_t> keys,
 
 uint64_t SparseTable::num_rows() const {
   uint64_t rows = 0;
-  for (int s = 0; s < kStripes; ++s) {
-    absl::MutexLock lock(&stripes_[s].mu);
-    rows += stripes_[s].row_of.size();
+  for (const auto& stripe : stripes_) {
+    absl::MutexLock lock(&stripe->mu);
+    rows += stripe->rows.size();
   }
   return rows;
 }
 
+uint64_t SparseTable::evictions() const {
+  uint64_t evictions = 0;
+  for (const auto& stripe : stripes_) {
+    absl::MutexLock lock(&stripe->mu);
+    evictions += stripe->rows.evictions();
+  }
+  return evictions;
+}
+
+uint64_t SparseTable::refused() const {
+  uint64_t refused = 0;
+  for (const auto& stripe : stripes_) {
+    absl::MutexLock lock(&stripe->mu);
+    refused += stripe->rows.refused();
+  }
+  return refused;
+}
+
 float* SparseTable::FindOrCreateLocked(Stripe& stripe, uint64_t key) {
-  auto [it, inserted] = stripe.row_of.try_emplace(
-      key, static_cast<uint32_t>(stripe.arena.size() / row_stride_));
-  if (inserted) {
-    stripe.arena.resize(stripe.arena.size() + row_stride_);
-    float* row = stripe.arena.data() + it->second * row_stride_;
+  if (float* row = stripe.rows.Find(key)) return row;
+  float* row = stripe.rows.Create(key);
+  if (row != nullptr) {
     initializer_.FillRow(key, absl::MakeSpan(row, dim_));
     optimizer_->InitState(row + dim_, dim_);
   }
-  return stripe.arena.data() + it->second * row_stride_;
+  return row;
 }
 
 void SparseTable::Pull(absl::Span<const uint64_t> keys,
                        absl::Span<float> out) {
   ForEachKeyByStripe(keys, [&](Stripe& stripe, uint32_t i)
                                ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    const float* row = FindOrCreateLocked(stripe, keys[i]);
-    std::memcpy(out.data() + size_t{i} * dim_, row, dim_ * sizeof(float));
+    float* dst = out.data() + size_t{i} * dim_;
+    if (const float* row = FindOrCreateLocked(stripe, keys[i])) {
+      std::memcpy(dst, row, dim_ * sizeof(float));
+    } else {
+      initializer_.FillRow(keys[i], absl::MakeSpan(dst, dim_));
+    }
   });
 }
 
@@ -82,6 +107,7 @@ void SparseTable::Apply(const GradientPart& part, float lr_factor,
   ForEachKeyByStripe(part.keys, [&](Stripe& stripe, uint32_t i)
                                     ABSL_NO_THREAD_SAFETY_ANALYSIS {
     float* row = FindOrCreateLocked(stripe, part.keys[i]);
+    if (row == nullptr) return;  // not admitted yet: the gradient is dropped
     optimizer_->Apply(row, row + dim_, part.values.data() + size_t{i} * dim_,
                       dim_, lr_factor);
   });

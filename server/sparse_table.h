@@ -20,6 +20,7 @@
 #include "absl/types/span.h"
 #include "common/initializer.h"
 #include "server/optimizer.h"
+#include "server/stripe_rows.h"
 #include "server/table.h"
 #include "taups/table_config.h"
 
@@ -36,13 +37,15 @@ class SparseTable final : public Table {
   const TableConfig& config() const override { return config_; }
   uint32_t dim() const { return dim_; }
   uint64_t num_rows() const;
+  uint64_t evictions() const;
+  uint64_t refused() const;  // touches of keys not admitted yet
 
   // Copies row keys[i] into out[i * dim, (i + 1) * dim), creating missing
-  // rows.
+  // rows (a key not admitted yet reads its initial values).
   void Pull(absl::Span<const uint64_t> keys, absl::Span<float> out);
 
   // Applies part.values[i * dim ...] to row part.keys[i] (created if
-  // missing). Keys must be unique.
+  // missing; dropped for a key not admitted yet). Keys must be unique.
   void Apply(const GradientPart& part, float lr_factor,
              uint32_t worker) override;
   std::unique_ptr<StepBuffer> NewBuffer() const override;
@@ -50,20 +53,20 @@ class SparseTable final : public Table {
                    float lr_factor) override;
 
  private:
-  // Rows of one stripe: values and state of row r live in arena at
-  // [r * row_stride, (r + 1) * row_stride): dim values then dim*state_width
-  // state floats.
+  // Rows of one stripe; each row is dim values then dim*state_width state
+  // floats.
   struct Stripe {
+    Stripe(size_t row_stride, size_t max_rows, uint32_t admit_after)
+        : rows(row_stride, max_rows, admit_after) {}
     mutable absl::Mutex mu;
-    absl::flat_hash_map<uint64_t, uint32_t> row_of ABSL_GUARDED_BY(mu);
-    std::vector<float> arena ABSL_GUARDED_BY(mu);
+    StripeRows rows ABSL_GUARDED_BY(mu);
   };
   static int StripeIndexOf(uint64_t key);
   // Calls fn(stripe, i) for every i in [0, keys.size()), grouped by the
   // stripe of keys[i] and holding that stripe's lock.
   template <typename Fn>
   void ForEachKeyByStripe(absl::Span<const uint64_t> keys, Fn&& fn) const;
-  // Row storage for `key`, created if absent.
+  // Row storage for `key`, created if absent; nullptr if not admitted.
   float* FindOrCreateLocked(Stripe& stripe, uint64_t key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
 
@@ -72,7 +75,7 @@ class SparseTable final : public Table {
   const std::unique_ptr<Optimizer> optimizer_;
   const size_t row_stride_;
   const Initializer initializer_;
-  std::unique_ptr<Stripe[]> stripes_;
+  std::vector<std::unique_ptr<Stripe>> stripes_;
 };
 
 }  // namespace taups

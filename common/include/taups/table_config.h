@@ -115,6 +115,14 @@ struct TableConfig {
   TableKind kind = TableKind::kDense;
   uint64_t dense_size = 0;  // dense only: total elements across all shards
   uint32_t dim = 0;         // sparse only: floats per row
+  // Sparse only, bounded memory per shard. max_rows > 0: the shard keeps at
+  // most this many rows (split evenly over its 64 lock stripes, each of which
+  // evicts its least recently used row to make room); an evicted row that
+  // comes back is re-initialized. admit_after > 1: a key gets a row only on
+  // its admit_after-th sighting (count-min sketch); before that pulls read
+  // its initial values and pushes to it are dropped.
+  uint64_t sparse_max_rows = 0;
+  uint32_t sparse_admit_after = 0;
   OptimizerConfig optimizer;
   InitializerConfig initializer;
   ConsistencyConfig consistency;
