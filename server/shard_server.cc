@@ -12,6 +12,7 @@
 #include "common/shard_map.h"
 #include "server/grpc_service.h"
 #include "common/clock.h"
+#include "common/grpc_lifetime.h"
 #include "server/parameter_store.h"
 #include "spdlog/spdlog.h"
 
@@ -92,6 +93,7 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
     const ShardServerOptions& options) {
   absl::Status valid = options.Validate();
   if (!valid.ok()) return valid;
+  KeepGrpcInitialized();
   auto state = std::make_unique<State>();
   state->options = options;
   state->incarnation = NewIncarnation();

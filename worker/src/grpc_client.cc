@@ -6,6 +6,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
+#include "common/grpc_lifetime.h"
 #include "common/shard_map.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
@@ -45,6 +46,7 @@ absl::StatusOr<T> Wait(std::future<absl::StatusOr<T>> future) {
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     const ClientOptions& options) {
   RETURN_IF_ERROR(options.Validate());
+  KeepGrpcInitialized();
   const absl::Time deadline = absl::Now() + options.connect_timeout;
   std::vector<std::unique_ptr<ShardChannels>> shards;
   for (const std::string& address : options.servers) {
