@@ -191,26 +191,27 @@ absl::StatusOr<PushOutcome> ConsistencyController::PushBarrierLocked(
   if (!stamped.ok()) return stamped.status();
   PushOutcome outcome = *stamped;
   if (args.clock < open_step_) return PushLateLocked(args, part, outcome);
-  if (!outcome.accepted) {
-    FinishSliceLocked(args);
-    return outcome;
+  if (outcome.accepted) {
+    // A stale on-time push counts with weight f(tau).
+    const float weight =
+        DownweightFactor(staleness_.downweight, staleness_.downweight_lambda,
+                         outcome.tau);
+    step_sum_->Add(part, weight);
+    if (consistency_.late == LatePolicy::kReuseLast &&
+        consistency_.kind == ConsistencyKind::kSemiSync) {
+      BufferOf(current_, worker).Add(part, weight);
+    }
+    outcome.lr_factor = weight;
   }
-  // A stale on-time push counts with weight f(tau).
-  const float weight =
-      DownweightFactor(staleness_.downweight, staleness_.downweight_lambda,
-                       outcome.tau);
-  step_sum_->Add(part, weight);
-  if (consistency_.late == LatePolicy::kReuseLast &&
-      consistency_.kind == ConsistencyKind::kSemiSync) {
-    BufferOf(current_, worker).Add(part, weight);
-  }
+  // A rejected push still counts as the worker's arrival (with nothing to
+  // add), so the step does not wait for a push that will never come.
   if (arrival == arrivals_.end()) {
     arrival = arrivals_.emplace(worker, args.slices).first;
   }
-  outcome.lr_factor = weight;
   FinishSliceLocked(args);
   if (--arrival->second == 0) {
     ++arrived_;
+    if (outcome.accepted) ++contributed_;
     uint64_t& c = clocks_[worker];
     c = std::max(c, args.clock + 1);
     MaybeCloseLocked(CloseReason::kArrivals, worker);
@@ -311,7 +312,7 @@ void ConsistencyController::MaybeCloseLocked(CloseReason reason,
 void ConsistencyController::CloseStepLocked(CloseReason reason,
                                             int64_t last_arrival) {
   const absl::Time now = clock_->Now();
-  size_t contributors = arrived_;
+  size_t contributors = contributed_;
   // Missing workers in id order, so stand-ins are summed in the same order
   // on every run (the live set's iteration order is not deterministic).
   std::vector<uint32_t> missing;
@@ -364,6 +365,7 @@ void ConsistencyController::CloseStepLocked(CloseReason reason,
   step_opened_ = now;
   arrivals_.clear();
   arrived_ = 0;
+  contributed_ = 0;
   step_sum_->Clear();
 }
 

@@ -161,7 +161,8 @@ class ConsistencyController {
   std::unique_ptr<StepBuffer> step_sum_ ABSL_GUARDED_BY(mu_);
   // worker -> slices still to come for the open step (0 = arrived).
   absl::flat_hash_map<uint32_t, uint32_t> arrivals_ ABSL_GUARDED_BY(mu_);
-  size_t arrived_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t arrived_ ABSL_GUARDED_BY(mu_) = 0;      // workers done with the step
+  size_t contributed_ ABSL_GUARDED_BY(mu_) = 0;  // of those, accepted pushes
   // reuse_last: each worker's gradient for the open step, and its last one.
   absl::flat_hash_map<uint32_t, std::unique_ptr<StepBuffer>> current_
       ABSL_GUARDED_BY(mu_);

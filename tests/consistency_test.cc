@@ -464,3 +464,31 @@ TEST_CASE("an admin call switches async to sync without losing pushes") {
 
 }  // namespace
 }  // namespace taups
+
+namespace taups {
+namespace {
+
+TEST_CASE("a sync push rejected as too stale still lets the step close") {
+  Shard shard;
+  StalenessConfig st;
+  st.reject_above_tau_max = true;
+  st.tau_max = 0;
+  Create(shard, Dense(1, 1.0f, Policy(ConsistencyKind::kSync, 2), st));
+  shard.store.Register(0, 1, kLease);
+  shard.store.Register(1, 1, kLease);
+  // Step 0 closes normally: version 1.
+  REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{2}, Meta(0, 0, 0, 1)).ok());
+  REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{4}, Meta(1, 0, 0, 1)).ok());
+  // Step 1: worker 1 pushes on version 0 (tau 1 > 0): rejected. The step
+  // closes with worker 0's gradient alone, not divided by two.
+  REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{6}, Meta(0, 1, 1, 2)).ok());
+  auto rejected = shard.store.PushDense("w", 0, std::vector<float>{8}, Meta(1, 1, 0, 2));
+  REQUIRE(rejected.ok());
+  REQUIRE_FALSE(rejected->accepted);
+  REQUIRE(shard.store.GetTable("w")->version == 2);
+  REQUIRE(Pull(shard, 1) == std::vector<float>{-3 - 6});
+  REQUIRE(Ready(shard, 1, 2));
+}
+
+}  // namespace
+}  // namespace taups
