@@ -18,6 +18,8 @@ PACKAGES=(
   libsystemd-dev zlib1g-dev
   # demo data, plotting
   dataset-fashion-mnist python3 python3-matplotlib
+  # Python bindings and the PyTorch example (worker/python)
+  pybind11-dev python3-dev python3-numpy python3-torch
 )
 
 log() { printf 'setup: %s\n' "$*"; }
