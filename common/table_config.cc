@@ -41,9 +41,11 @@ absl::Status TableConfig::Validate() const {
           "dense table '", name, "': size ", dense_size, " outside 1..",
           kMaxDenseTableSize));
     }
-    if (dim != 0 || sparse_max_rows != 0 || sparse_admit_after != 0) {
+    if (dim != 0 || sparse_max_rows != 0 || sparse_admit_after != 0 ||
+        sparse_max_bytes != 0 || sparse_eviction != SparseEvictionKind::kLru ||
+        sparse_ttl_s != 0.0 || sparse_admit_probability != 1.0f) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "dense table '", name, "': dim, max_rows and admit_after are for "
+          "dense table '", name, "': dim and the sparse_* settings are for "
           "sparse tables"));
     }
   } else {
@@ -59,6 +61,16 @@ absl::Status TableConfig::Validate() const {
       return absl::InvalidArgumentError(absl::StrCat(
           "sparse table '", name, "': max_rows ", sparse_max_rows,
           " is below the 64 lock stripes it is split over (0 = unbounded)"));
+    }
+    if (!std::isfinite(sparse_ttl_s) || sparse_ttl_s < 0.0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sparse table '", name, "': ttl must be finite and >= 0 seconds (0 "
+          "= rows never expire)"));
+    }
+    if (!(sparse_admit_probability > 0.0f && sparse_admit_probability <= 1.0f)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sparse table '", name, "': admit probability must be in (0, 1], "
+          "got ", sparse_admit_probability));
     }
   }
   const float lr = optimizer.learning_rate;
@@ -160,6 +172,10 @@ bool operator==(const TableConfig& a, const TableConfig& b) {
          a.dense_size == b.dense_size && a.dim == b.dim &&
          a.sparse_max_rows == b.sparse_max_rows &&
          a.sparse_admit_after == b.sparse_admit_after &&
+         a.sparse_max_bytes == b.sparse_max_bytes &&
+         a.sparse_eviction == b.sparse_eviction &&
+         a.sparse_ttl_s == b.sparse_ttl_s &&
+         a.sparse_admit_probability == b.sparse_admit_probability &&
          a.optimizer == b.optimizer && a.initializer == b.initializer &&
          a.consistency == b.consistency && a.staleness == b.staleness;
 }
@@ -212,6 +228,14 @@ const char* DownweightKindName(DownweightKind kind) {
   return "?";
 }
 
+const char* SparseEvictionKindName(SparseEvictionKind kind) {
+  switch (kind) {
+    case SparseEvictionKind::kLru: return "lru";
+    case SparseEvictionKind::kLfu: return "lfu";
+  }
+  return "?";
+}
+
 namespace {
 
 template <typename Enum, size_t N>
@@ -250,6 +274,14 @@ absl::Status ParseDownweightKind(absl::string_view text, DownweightKind* out) {
       DownweightKind::kNone, DownweightKind::kInverse,
       DownweightKind::kInversePlusOne, DownweightKind::kExponential};
   return ParseByName("down-weight function", text, kAll, DownweightKindName, out);
+}
+
+absl::Status ParseSparseEvictionKind(absl::string_view text,
+                                     SparseEvictionKind* out) {
+  static constexpr SparseEvictionKind kAll[] = {SparseEvictionKind::kLru,
+                                                SparseEvictionKind::kLfu};
+  return ParseByName("sparse eviction policy", text, kAll,
+                     SparseEvictionKindName, out);
 }
 
 }  // namespace taups

@@ -19,6 +19,9 @@ namespace taups {
 enum class TableKind { kDense, kSparse };
 enum class OptimizerKind { kSgd, kAdagrad, kMomentum, kAdam, kFtrl };
 enum class InitializerKind { kZeros, kUniform, kNormal };
+// Which row a full stripe of a bounded sparse table gives up (see
+// TableConfig::sparse_eviction).
+enum class SparseEvictionKind { kLru, kLfu };
 // When updates apply and what pulls wait for (see ConsistencyConfig).
 enum class ConsistencyKind { kAsync, kSync, kSemiSync, kSsp };
 // Semi-sync: what happens to workers that miss a step's close.
@@ -115,14 +118,56 @@ struct TableConfig {
   TableKind kind = TableKind::kDense;
   uint64_t dense_size = 0;  // dense only: total elements across all shards
   uint32_t dim = 0;         // sparse only: floats per row
-  // Sparse only, bounded memory per shard. max_rows > 0: the shard keeps at
-  // most this many rows (split evenly over its 64 lock stripes, each of which
-  // evicts its least recently used row to make room); an evicted row that
-  // comes back is re-initialized. admit_after > 1: a key gets a row only on
-  // its admit_after-th sighting (count-min sketch); before that pulls read
-  // its initial values and pushes to it are dropped.
+  // Sparse only, bounded memory per shard. Every bound is per shard and per
+  // table, split evenly over the shard's 64 lock stripes; an evicted or
+  // expired row that comes back is re-initialized (its values from the
+  // initializer, its optimizer state fresh, its row version 0).
+  //
+  // max_rows > 0: the shard keeps at most this many rows; a full stripe
+  // makes room by evicting one row, chosen by `sparse_eviction`.
   uint64_t sparse_max_rows = 0;
+  // max_bytes > 0: the same bound expressed in memory. It becomes a row
+  // limit (the smaller of the two applies when both are set): the budget,
+  // less a fixed 1 KiB per stripe (plus the 32 KiB admission sketch of each
+  // stripe when admit_after > 1 or admit_probability < 1), divided by the
+  // row's real footprint in bytes:
+  //   4 * dim * (1 + optimizer state floats per parameter)   values + state
+  //   + 28               key 8, row version 8, recency links 8, free list 4
+  //   + 44               hash index: a 16 B entry and 1 control byte at the
+  //                      hash map's worst load after a resize (25/64)
+  //   + 8  if ttl > 0    last touch time
+  //   + 36 if lfu        bucket id and bucket links 12, and at most one
+  //                      frequency bucket per row (touch count, links: 24)
+  // State floats per parameter: sgd 0, adagrad 1, momentum 1, ftrl 2,
+  // adam 3. Storage grows with the rows but never past the limit, so the
+  // table's measured footprint (TableInfo::sparse_bytes) stays within the
+  // budget. A budget that leaves fewer than 64 rows (one per stripe) is
+  // refused at table creation.
+  uint64_t sparse_max_bytes = 0;
+  // lru: evict the stripe's least recently used row (a row is used by every
+  // pull and push that touches it). lfu: evict the row touched the fewest
+  // times since it was admitted (each pull or push of the key counts once;
+  // the admitting touch counts as the first); among rows with equally few
+  // touches, the least recently used one. Both are exact per stripe, O(1)
+  // per touch.
+  SparseEvictionKind sparse_eviction = SparseEvictionKind::kLru;
+  // > 0: a row not touched for this many seconds (of the shard's clock) is
+  // expired: removed by the shard's periodic tick, or on its next touch,
+  // whichever comes first, and counted apart from evictions. 0 = never.
+  double sparse_ttl_s = 0.0;
+  // admit_after > 1: a key gets a row only on its admit_after-th sighting
+  // (count-min sketch per stripe; collisions can only make it earlier);
+  // before that pulls read its initial values and pushes to it are dropped.
   uint32_t sparse_admit_after = 0;
+  // < 1: admission by probability, deterministic per key. Key k draws
+  // u(k) in [0, 1) from a hash of (k, table seed, table name) and is
+  // admitted on its n-th sighting for the smallest n >= 1 with
+  // 1 - (1 - p)^n > u(k). So a key seen once is admitted with probability p,
+  // a key seen n times with probability 1 - (1 - p)^n (as if each sighting
+  // flipped its own coin), and the same key is refused on the same first
+  // sightings on every shard layout, restart and run. With admit_after
+  // too, a key needs both. Sightings are counted by the same sketch.
+  float sparse_admit_probability = 1.0f;
   OptimizerConfig optimizer;
   InitializerConfig initializer;
   ConsistencyConfig consistency;
@@ -146,10 +191,13 @@ const char* OptimizerKindName(OptimizerKind kind);
 const char* ConsistencyKindName(ConsistencyKind kind);
 const char* LatePolicyName(LatePolicy late);
 const char* DownweightKindName(DownweightKind kind);
+const char* SparseEvictionKindName(SparseEvictionKind kind);
 // Inverse of the *Name functions; INVALID_ARGUMENT listing the valid names.
 absl::Status ParseConsistencyKind(absl::string_view text, ConsistencyKind* out);
 absl::Status ParseLatePolicy(absl::string_view text, LatePolicy* out);
 absl::Status ParseDownweightKind(absl::string_view text, DownweightKind* out);
+absl::Status ParseSparseEvictionKind(absl::string_view text,
+                                     SparseEvictionKind* out);
 
 // Limits that keep one request or table from exhausting a shard.
 inline constexpr uint64_t kMaxDenseTableSize = uint64_t{1} << 34;  // 64 GiB fp32
