@@ -25,6 +25,9 @@ class Initializer {
   void FillDense(uint64_t global_offset, absl::Span<float> out) const;
   // Fills out[j] with column j of sparse row `key`.
   void FillRow(uint64_t key, absl::Span<float> out) const;
+  // The seed mixed from (config seed, table name): other per-table
+  // deterministic draws (sparse admission) start from it too.
+  uint64_t table_seed() const { return table_seed_; }
 
  private:
   float ValueAt(uint64_t stream, uint64_t index) const;

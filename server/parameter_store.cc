@@ -42,7 +42,8 @@ absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& config,
       entry->dense = std::make_unique<DenseTable>(
           config, DenseShardRange(config.dense_size, num_shards_, shard_index_));
     } else {
-      entry->sparse = std::make_unique<SparseTable>(config);
+      RETURN_IF_ERROR(SparseTable::RowLimit(config).status());
+      entry->sparse = std::make_unique<SparseTable>(config, clock_);
     }
     entry->controller =
         std::make_unique<ConsistencyController>(entry->table(), clock_);
@@ -98,9 +99,13 @@ TableInfo ParameterStore::InfoOf(const Entry& entry) const {
   if (entry.dense) {
     info.range = entry.dense->range();
   } else {
-    info.sparse_rows = entry.sparse->num_rows();
-    info.sparse_evictions = entry.sparse->evictions();
-    info.sparse_refused = entry.sparse->refused();
+    const SparseTable::Counters c = entry.sparse->counters();
+    info.sparse_rows = c.rows;
+    info.sparse_evictions = c.evictions;
+    info.sparse_refused = c.refused;
+    info.sparse_ttl_expired = c.ttl_expired;
+    info.sparse_bytes = c.bytes;
+    info.sparse_row_limit = entry.sparse->row_limit();
   }
   return info;
 }
@@ -268,7 +273,8 @@ absl::StatusOr<PushOutcome> ParameterStore::PushDense(
 
 absl::StatusOr<PullResult> ParameterStore::PullSparse(
     absl::string_view table, absl::Span<const uint64_t> keys,
-    absl::Span<float> out, const PullContext& ctx) {
+    absl::Span<float> out, const PullContext& ctx,
+    absl::Span<uint64_t> row_versions) {
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                    FindKind(table, TableKind::kSparse));
   RETURN_IF_ERROR(CheckSparseKeys(*entry->sparse, keys, /*require_unique=*/false));
@@ -277,11 +283,16 @@ absl::StatusOr<PullResult> ParameterStore::PullSparse(
         "table '", table, "': output holds ", out.size(), " floats, need ",
         keys.size(), " x ", entry->sparse->dim()));
   }
+  if (!row_versions.empty() && row_versions.size() != keys.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", table, "': room for ", row_versions.size(),
+        " row versions, need ", keys.size()));
+  }
   RETURN_IF_ERROR(AwaitPull(*entry, ctx));
   PullResult result;
   result.version = entry->controller->version();
   result.step = entry->controller->open_step();
-  entry->sparse->Pull(keys, out);
+  entry->sparse->Pull(keys, out, row_versions);
   return result;
 }
 
@@ -297,6 +308,12 @@ absl::StatusOr<PushOutcome> ParameterStore::PushSparse(
         keys.size(), " keys of dim ", entry->sparse->dim()));
   }
   RETURN_IF_ERROR(CheckPushMeta(meta, 1, table));
+  const bool row_tau = !meta.row_base_versions.empty();
+  if (row_tau && meta.row_base_versions.size() != keys.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", table, "': ", meta.row_base_versions.size(),
+        " row base versions for ", keys.size(), " keys"));
+  }
   RETURN_IF_ERROR(CheckFinite(table, gradients));
   PushArgs args;
   args.origin = meta.origin;
@@ -306,7 +323,25 @@ absl::StatusOr<PushOutcome> ParameterStore::PushSparse(
   args.push_norm_sq = meta.push_norm_sq;
   args.part.keys = keys;
   args.part.values = gradients;
-  return entry->controller->Push(args);
+  if (!row_tau) return entry->controller->Push(args);
+
+  std::vector<uint64_t> taus(keys.size(), 0);
+  RowTauSink sink;
+  sink.base_versions = meta.row_base_versions;
+  sink.taus = absl::MakeSpan(taus);
+  const ConsistencyKind kind = entry->controller->consistency().kind;
+  if (kind == ConsistencyKind::kSync || kind == ConsistencyKind::kSemiSync) {
+    // Gathered now, applied when the step closes (maybe by this very push):
+    // the rows' staleness is what it is on arrival.
+    entry->sparse->MeasureRowTau(keys, &sink);
+  } else {
+    args.part.row_tau = &sink;
+  }
+  ASSIGN_OR_RETURN(PushOutcome outcome, entry->controller->Push(args));
+  if (!sink.measured) entry->sparse->MeasureRowTau(keys, &sink);  // refused
+  outcome.row_tau = sink.summary;
+  outcome.row_taus = std::move(taus);
+  return outcome;
 }
 
 void ParameterStore::PublishMembership() {
@@ -334,7 +369,10 @@ bool ParameterStore::Heartbeat(uint32_t worker, uint64_t incarnation) {
 
 void ParameterStore::Tick() {
   if (!membership_.Expire().empty()) PublishMembership();
-  for (const auto& entry : Entries()) entry->controller->Tick();
+  for (const auto& entry : Entries()) {
+    entry->controller->Tick();
+    if (entry->sparse) entry->sparse->ExpireIdle();
+  }
 }
 
 StoreStats ParameterStore::Stats(absl::string_view table) const {
@@ -346,6 +384,7 @@ StoreStats ParameterStore::Stats(absl::string_view table) const {
   for (const auto& entry : Entries()) {
     if (!table.empty() && entry->table()->config().name != table) continue;
     stats.tables.emplace_back(InfoOf(*entry), entry->controller->Stats());
+    if (entry->sparse) stats.tables.back().second.row_tau = entry->sparse->row_tau();
   }
   return stats;
 }

@@ -50,6 +50,9 @@ struct TableInfo {
   uint64_t sparse_rows = 0;
   uint64_t sparse_evictions = 0;  // rows evicted to stay under the limit
   uint64_t sparse_refused = 0;    // touches of keys not admitted yet
+  uint64_t sparse_ttl_expired = 0;  // rows removed after the ttl idle
+  uint64_t sparse_bytes = 0;        // storage the rows hold now
+  uint64_t sparse_row_limit = 0;    // rows allowed (max_rows, max_bytes); 0 = none
 };
 
 // Who pulls, at which clock, and how long the pull may wait for its policy.
@@ -72,6 +75,10 @@ struct PushMeta {
   uint64_t clock = 0;
   uint32_t slices = 1;
   double push_norm_sq = 0.0;
+  // Sparse only, optional: per key, the row version its gradient was
+  // computed on (from a pull with row versions; kUnknownRowVersion where
+  // unknown). When given, the outcome carries each row's tau.
+  absl::Span<const uint64_t> row_base_versions;
 };
 
 struct Registration {
@@ -134,12 +141,18 @@ class ParameterStore {
                                         absl::Span<const float> gradient,
                                         const PushMeta& meta);
   // Sparse: rows for `keys` (each must belong to this shard) into out
-  // (keys.size() * dim floats).
+  // (keys.size() * dim floats). With row_versions non-empty (keys.size()
+  // entries) also each row's version (see SparseTable).
   absl::StatusOr<PullResult> PullSparse(absl::string_view table,
                                         absl::Span<const uint64_t> keys,
                                         absl::Span<float> out,
-                                        const PullContext& ctx = {});
-  // Sparse: keys must be unique and belong to this shard.
+                                        const PullContext& ctx = {},
+                                        absl::Span<uint64_t> row_versions = {});
+  // Sparse: keys must be unique and belong to this shard. With
+  // meta.row_base_versions, the outcome's row_tau / row_taus hold per-row
+  // tau: measured atomically with the update when the push applies at once
+  // (async, ssp), at arrival for sync / semi-sync (whose steps apply
+  // later), and from the rows as they are for a refused push.
   absl::StatusOr<PushOutcome> PushSparse(absl::string_view table,
                                          absl::Span<const uint64_t> keys,
                                          absl::Span<const float> gradients,
@@ -153,8 +166,9 @@ class ParameterStore {
   Registration Register(uint32_t worker, uint64_t incarnation,
                         absl::Duration lease);
   bool Heartbeat(uint32_t worker, uint64_t incarnation);
-  // Expires leases and closes semi-sync steps whose timeout passed. The
-  // server calls it every few milliseconds; simulations after moving time.
+  // Expires leases, closes semi-sync steps whose timeout passed and expires
+  // sparse rows idle for their table's ttl. The server calls it every few
+  // milliseconds; simulations after moving time.
   void Tick();
 
   StoreStats Stats(absl::string_view table = "") const;

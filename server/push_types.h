@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace taups {
 
@@ -14,6 +15,24 @@ struct PushOrigin {
   uint64_t seq = 0;
 };
 
+// A sparse push's row base version for a key whose version the pusher does
+// not know: that row gets no per-row tau.
+inline constexpr uint64_t kUnknownRowVersion = UINT64_MAX;
+
+// Per-row staleness of one sparse push that carried row base versions. A
+// row's tau is its version now minus the version its gradient was computed
+// on; when the base is above the version now, the row was evicted or
+// expired and re-created since (versions restart at 0), so its tau is its
+// version now and it counts as reborn. Keys without a row (not admitted, or
+// gone when measured) and keys with an unknown base are not counted.
+struct RowTauSummary {
+  uint64_t rows = 0;    // rows measured
+  uint64_t sum = 0;     // of their tau
+  uint64_t max = 0;
+  uint64_t reborn = 0;  // rows evicted or expired since the pusher's pull
+  double mean() const { return rows == 0 ? 0.0 : static_cast<double>(sum) / rows; }
+};
+
 // The server's answer to a push (or to one slice of it).
 struct PushOutcome {
   bool accepted = true;
@@ -21,6 +40,11 @@ struct PushOutcome {
   float lr_factor = 1.0f;    // learning-rate multiplier applied
   uint64_t new_version = 0;  // table version on this shard afterwards
   std::string reject_reason;
+  // Sparse pushes with row base versions only: the summary, and every
+  // key's tau in request order (kUnknownRowVersion where its base was;
+  // 0 for keys without a row).
+  RowTauSummary row_tau;
+  std::vector<uint64_t> row_taus;
 };
 
 }  // namespace taups

@@ -2,28 +2,112 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/shard_map.h"
+#include "server/table_stats.h"
 
 namespace taups {
+namespace {
 
-SparseTable::SparseTable(const TableConfig& config)
+// Rows one ExpireIdle call may remove per stripe, so a mass expiry does not
+// hold a stripe's lock for long.
+constexpr size_t kMaxExpiredPerStripePerCall = 4096;
+
+bool UsesAdmission(const TableConfig& config) {
+  return config.sparse_admit_after > 1 || config.sparse_admit_probability < 1.0f;
+}
+
+// Measures the tau of request key i whose row has `version` (nullopt: no
+// row) into `sink`; sets counted[i] when the row counts (RowTauSummary).
+void MeasureOne(RowTauSink& sink, uint32_t i, std::optional<uint64_t> version,
+                uint8_t* counted) {
+  const uint64_t base = sink.base_versions[i];
+  if (base == kUnknownRowVersion) {
+    sink.taus[i] = kUnknownRowVersion;
+    return;
+  }
+  if (!version.has_value()) {
+    sink.taus[i] = 0;
+    if (base > 0) ++sink.summary.reborn;
+    return;
+  }
+  uint64_t tau = *version;
+  if (base <= *version) {
+    tau = *version - base;
+  } else {
+    ++sink.summary.reborn;
+  }
+  sink.taus[i] = tau;
+  ++sink.summary.rows;
+  sink.summary.sum += tau;
+  sink.summary.max = std::max(sink.summary.max, tau);
+  counted[i] = 1;
+}
+
+}  // namespace
+
+uint64_t SparseTable::RowFootprintBytes(const TableConfig& config) {
+  const uint64_t state = MakeOptimizer(config.optimizer)->state_width();
+  uint64_t bytes = 4 * uint64_t{config.dim} * (1 + state) + 28 + 44;
+  if (config.sparse_ttl_s > 0.0) bytes += 8;
+  if (config.sparse_eviction == SparseEvictionKind::kLfu) bytes += 36;
+  return bytes;
+}
+
+absl::StatusOr<uint64_t> SparseTable::RowLimit(const TableConfig& config) {
+  uint64_t limit = config.sparse_max_rows;
+  if (config.sparse_max_bytes > 0) {
+    const uint64_t fixed =
+        kStripes * (kStripeFixedBytes +
+                    (UsesAdmission(config) ? AdmissionFilter::kSketchBytes : 0));
+    const uint64_t row_bytes = RowFootprintBytes(config);
+    const uint64_t rows = config.sparse_max_bytes > fixed
+                              ? (config.sparse_max_bytes - fixed) / row_bytes
+                              : 0;
+    if (rows < kStripes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sparse table '", config.name, "': max_bytes ",
+          config.sparse_max_bytes, " buys ", rows, " rows of ", row_bytes,
+          " bytes after ", fixed, " fixed bytes; at least ", kStripes,
+          " rows (one per stripe) are needed"));
+    }
+    limit = limit == 0 ? rows : std::min(limit, rows);
+  }
+  return limit;
+}
+
+SparseTable::SparseTable(const TableConfig& config, const Clock* clock)
     : config_(config),
       dim_(config.dim),
       optimizer_(MakeOptimizer(config.optimizer)),
       row_stride_(static_cast<size_t>(dim_) * (1 + optimizer_->state_width())),
-      initializer_(config.initializer, config.name) {
-  const size_t per_stripe = config.sparse_max_rows / kStripes;
+      initializer_(config.initializer, config.name),
+      clock_(clock),
+      ttl_ns_(static_cast<int64_t>(config.sparse_ttl_s * 1e9)),
+      row_limit_(RowLimit(config).value_or(config.sparse_max_rows)),
+      row_tau_(Histogram::IntegerBounds(kTauHistogramMax)) {
+  StripeOptions options;
+  options.max_rows = row_limit_ / kStripes;
+  options.eviction = config.sparse_eviction;
+  options.ttl_ns = ttl_ns_;
+  options.admit_after = config.sparse_admit_after;
+  options.admit_probability = config.sparse_admit_probability;
+  options.admission_seed = MixKey(initializer_.table_seed() ^ 0xad317f5e11a7ULL);
   for (int s = 0; s < kStripes; ++s) {
-    stripes_.push_back(std::make_unique<Stripe>(row_stride_, per_stripe,
-                                                config.sparse_admit_after));
+    stripes_.push_back(std::make_unique<Stripe>(row_stride_, options));
   }
 }
 
 int SparseTable::StripeIndexOf(uint64_t key) {
   // High bits: the low bits of the same hash choose the shard.
   return static_cast<int>((MixKey(key) >> 40) % kStripes);
+}
+
+int64_t SparseTable::NowNanos() const {
+  return ttl_ns_ > 0 ? absl::ToUnixNanos(clock_->Now()) : 0;
 }
 
 template <typename Fn>
@@ -52,65 +136,110 @@ void SparseTable::ForEachKeyByStripe(absl::Span<const uint64_t> keys,
   }
 }
 
-uint64_t SparseTable::num_rows() const {
-  uint64_t rows = 0;
+SparseTable::Counters SparseTable::counters() const {
+  Counters c;
   for (const auto& stripe : stripes_) {
     absl::MutexLock lock(&stripe->mu);
-    rows += stripe->rows.size();
+    c.rows += stripe->rows.size();
+    c.evictions += stripe->rows.evictions();
+    c.ttl_expired += stripe->rows.ttl_expired();
+    c.refused += stripe->rows.refused();
+    c.bytes += stripe->rows.memory_bytes();
   }
-  return rows;
+  return c;
 }
 
-uint64_t SparseTable::evictions() const {
-  uint64_t evictions = 0;
-  for (const auto& stripe : stripes_) {
-    absl::MutexLock lock(&stripe->mu);
-    evictions += stripe->rows.evictions();
-  }
-  return evictions;
+Histogram SparseTable::row_tau() const {
+  absl::MutexLock lock(&tau_mu_);
+  return row_tau_;
 }
 
-uint64_t SparseTable::refused() const {
-  uint64_t refused = 0;
-  for (const auto& stripe : stripes_) {
-    absl::MutexLock lock(&stripe->mu);
-    refused += stripe->rows.refused();
-  }
-  return refused;
-}
-
-float* SparseTable::FindOrCreateLocked(Stripe& stripe, uint64_t key) {
-  if (float* row = stripe.rows.Find(key)) return row;
-  float* row = stripe.rows.Create(key);
-  if (row != nullptr) {
+uint32_t SparseTable::FindOrCreateLocked(Stripe& stripe, uint64_t key,
+                                         int64_t now_ns) {
+  uint32_t slot = stripe.rows.Find(key, now_ns);
+  if (slot != StripeRows::kNoSlot) return slot;
+  slot = stripe.rows.Create(key, now_ns);
+  if (slot != StripeRows::kNoSlot) {
+    float* row = stripe.rows.row(slot);
     initializer_.FillRow(key, absl::MakeSpan(row, dim_));
     optimizer_->InitState(row + dim_, dim_);
   }
-  return row;
+  return slot;
 }
 
-void SparseTable::Pull(absl::Span<const uint64_t> keys,
-                       absl::Span<float> out) {
+void SparseTable::Pull(absl::Span<const uint64_t> keys, absl::Span<float> out,
+                       absl::Span<uint64_t> row_versions) {
+  const int64_t now = NowNanos();
+  const bool with_versions = !row_versions.empty();
   ForEachKeyByStripe(keys, [&](Stripe& stripe, uint32_t i)
                                ABSL_NO_THREAD_SAFETY_ANALYSIS {
     float* dst = out.data() + size_t{i} * dim_;
-    if (const float* row = FindOrCreateLocked(stripe, keys[i])) {
-      std::memcpy(dst, row, dim_ * sizeof(float));
+    const uint32_t slot = FindOrCreateLocked(stripe, keys[i], now);
+    if (slot != StripeRows::kNoSlot) {
+      std::memcpy(dst, stripe.rows.row(slot), dim_ * sizeof(float));
+      if (with_versions) row_versions[i] = stripe.rows.version(slot);
     } else {
       initializer_.FillRow(keys[i], absl::MakeSpan(dst, dim_));
+      if (with_versions) row_versions[i] = 0;
     }
   });
 }
 
 void SparseTable::Apply(const GradientPart& part, float lr_factor,
                         uint32_t /*worker*/) {
+  const int64_t now = NowNanos();
+  RowTauSink* sink = part.row_tau;
+  std::vector<uint8_t> counted(sink != nullptr ? part.keys.size() : 0);
   ForEachKeyByStripe(part.keys, [&](Stripe& stripe, uint32_t i)
                                     ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    float* row = FindOrCreateLocked(stripe, part.keys[i]);
-    if (row == nullptr) return;  // not admitted yet: the gradient is dropped
+    const uint32_t slot = FindOrCreateLocked(stripe, part.keys[i], now);
+    if (sink != nullptr) {
+      MeasureOne(*sink, i,
+                 slot == StripeRows::kNoSlot
+                     ? std::nullopt
+                     : std::optional<uint64_t>(stripe.rows.version(slot)),
+                 counted.data());
+    }
+    if (slot == StripeRows::kNoSlot) return;  // not admitted: dropped
+    float* row = stripe.rows.row(slot);
     optimizer_->Apply(row, row + dim_, part.values.data() + size_t{i} * dim_,
                       dim_, lr_factor);
+    ++stripe.rows.version(slot);
   });
+  if (sink != nullptr) {
+    sink->measured = true;
+    RecordRowTau(*sink, counted);
+  }
+}
+
+void SparseTable::MeasureRowTau(absl::Span<const uint64_t> keys,
+                                RowTauSink* sink) {
+  const int64_t now = NowNanos();
+  std::vector<uint8_t> counted(keys.size());
+  ForEachKeyByStripe(keys, [&](Stripe& stripe, uint32_t i)
+                               ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    MeasureOne(*sink, i, stripe.rows.PeekVersion(keys[i], now),
+               counted.data());
+  });
+  sink->measured = true;
+  RecordRowTau(*sink, counted);
+}
+
+void SparseTable::RecordRowTau(const RowTauSink& sink,
+                               absl::Span<const uint8_t> counted) {
+  absl::MutexLock lock(&tau_mu_);
+  for (size_t i = 0; i < counted.size(); ++i) {
+    if (counted[i]) row_tau_.Add(static_cast<double>(sink.taus[i]));
+  }
+}
+
+void SparseTable::ExpireIdle() {
+  if (ttl_ns_ == 0) return;
+  const int64_t now = NowNanos();
+  for (const auto& stripe : stripes_) {
+    absl::MutexLock lock(&stripe->mu);
+    stripe->rows.ExpireIdle(now, kMaxExpiredPerStripePerCall);
+  }
 }
 
 namespace {

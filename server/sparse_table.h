@@ -1,8 +1,18 @@
 // One shard's part of a sparse (embedding) table: uint64 key -> row of `dim`
-// floats plus the optimizer's per-row state.
+// floats plus the optimizer's per-row state and a row version.
 //
 // Rows are created lazily, on first pull or push, by the table's
 // deterministic initializer, so a key reads the same on any shard layout.
+// Memory is bounded by the config's sparse_* settings (row limit or byte
+// budget, lru/lfu eviction, ttl expiry, admission; see TableConfig and
+// StripeRows).
+//
+// Row versions: every row counts the updates applied to it (each Apply that
+// reaches it, including a sync step's mean, is one). A row that is evicted
+// or expired and comes back is re-created: initial values, fresh optimizer
+// state, version 0. A pull can return the versions it read; a push that
+// carries them back gets each row's tau = version now - version read,
+// measured atomically with the update, and recorded in row_tau().
 //
 // Thread-safe. Keys are spread over kStripes stripes by hash; each stripe has
 // its own mutex, hash map and row arena, so requests for different keys
@@ -16,8 +26,11 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "common/clock.h"
+#include "common/histogram.h"
 #include "common/initializer.h"
 #include "server/optimizer.h"
 #include "server/stripe_rows.h"
@@ -29,53 +42,96 @@ namespace taups {
 class SparseTable final : public Table {
  public:
   static constexpr int kStripes = 64;
+  // Set aside from a byte budget per stripe, before rows: the stripe's
+  // fixed structures and its hash index's small-size slack.
+  static constexpr uint64_t kStripeFixedBytes = 2048;
 
-  explicit SparseTable(const TableConfig& config);
+  // Bytes one row costs (the formula of TableConfig::sparse_max_bytes).
+  static uint64_t RowFootprintBytes(const TableConfig& config);
+  // Rows one shard may hold, 0 = unbounded: the smaller of sparse_max_rows
+  // and what sparse_max_bytes buys. INVALID_ARGUMENT if the byte budget
+  // buys fewer than kStripes rows.
+  static absl::StatusOr<uint64_t> RowLimit(const TableConfig& config);
+
+  // `config` must be valid (Validate and RowLimit OK). `clock` measures
+  // idle time for the ttl and must outlive the table.
+  explicit SparseTable(const TableConfig& config,
+                       const Clock* clock = RealClock::Get());
   SparseTable(const SparseTable&) = delete;
   SparseTable& operator=(const SparseTable&) = delete;
 
   const TableConfig& config() const override { return config_; }
   uint32_t dim() const { return dim_; }
-  uint64_t num_rows() const;
-  uint64_t evictions() const;
-  uint64_t refused() const;  // touches of keys not admitted yet
+  uint64_t row_limit() const { return row_limit_; }  // per shard; 0 = none
+
+  struct Counters {
+    uint64_t rows = 0;
+    uint64_t evictions = 0;    // rows evicted to make room
+    uint64_t ttl_expired = 0;  // rows removed after ttl idle
+    uint64_t refused = 0;      // touches of keys not admitted yet
+    uint64_t bytes = 0;        // storage held now (all stripes)
+  };
+  Counters counters() const;
+  // Every per-row tau measured so far.
+  Histogram row_tau() const;
 
   // Copies row keys[i] into out[i * dim, (i + 1) * dim), creating missing
-  // rows (a key not admitted yet reads its initial values).
-  void Pull(absl::Span<const uint64_t> keys, absl::Span<float> out);
+  // rows (a key not admitted yet reads its initial values). With
+  // row_versions non-empty (keys.size() entries), also writes each row's
+  // version (0 for a key not admitted).
+  void Pull(absl::Span<const uint64_t> keys, absl::Span<float> out,
+            absl::Span<uint64_t> row_versions = {});
 
   // Applies part.values[i * dim ...] to row part.keys[i] (created if
-  // missing; dropped for a key not admitted yet). Keys must be unique.
+  // missing; dropped for a key not admitted yet) and counts one update of
+  // each row. Keys must be unique. Measures per-row tau into part.row_tau
+  // when set.
   void Apply(const GradientPart& part, float lr_factor,
              uint32_t worker) override;
   std::unique_ptr<StepBuffer> NewBuffer() const override;
   void ApplyBuffer(const StepBuffer& buffer, float scale,
                    float lr_factor) override;
 
+  // Measures the per-row tau of `keys` against sink->base_versions from the
+  // rows as they are now, without touching or creating rows (for pushes
+  // that are gathered or refused rather than applied at once).
+  void MeasureRowTau(absl::Span<const uint64_t> keys, RowTauSink* sink);
+
+  // Expires rows idle for the ttl (bounded work per stripe per call; the
+  // rest go on the next call or on their next touch). No-op without a ttl.
+  void ExpireIdle();
+
  private:
-  // Rows of one stripe; each row is dim values then dim*state_width state
-  // floats.
   struct Stripe {
-    Stripe(size_t row_stride, size_t max_rows, uint32_t admit_after)
-        : rows(row_stride, max_rows, admit_after) {}
+    Stripe(size_t row_stride, const StripeOptions& options)
+        : rows(row_stride, options) {}
     mutable absl::Mutex mu;
     StripeRows rows ABSL_GUARDED_BY(mu);
   };
   static int StripeIndexOf(uint64_t key);
+  int64_t NowNanos() const;
   // Calls fn(stripe, i) for every i in [0, keys.size()), grouped by the
   // stripe of keys[i] and holding that stripe's lock.
   template <typename Fn>
   void ForEachKeyByStripe(absl::Span<const uint64_t> keys, Fn&& fn) const;
-  // Row storage for `key`, created if absent; nullptr if not admitted.
-  float* FindOrCreateLocked(Stripe& stripe, uint64_t key)
+  // The slot of `key`'s row, created (and initialized) if absent; kNoSlot
+  // if not admitted.
+  uint32_t FindOrCreateLocked(Stripe& stripe, uint64_t key, int64_t now_ns)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
+  // Records the taus `sink` measured (counted rows only) in row_tau_.
+  void RecordRowTau(const RowTauSink& sink, absl::Span<const uint8_t> counted);
 
   const TableConfig config_;
   const uint32_t dim_;
   const std::unique_ptr<Optimizer> optimizer_;
   const size_t row_stride_;
   const Initializer initializer_;
+  const Clock* const clock_;
+  const int64_t ttl_ns_;
+  const uint64_t row_limit_;
   std::vector<std::unique_ptr<Stripe>> stripes_;
+  mutable absl::Mutex tau_mu_;  // a leaf lock: taken after stripe locks
+  Histogram row_tau_ ABSL_GUARDED_BY(tau_mu_);
 };
 
 }  // namespace taups

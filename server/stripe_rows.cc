@@ -1,74 +1,128 @@
 #include "server/stripe_rows.h"
 
-#include <algorithm>
+#include <utility>
 
-#include "common/shard_map.h"
+#include "server/capped_growth.h"
 
 namespace taups {
 
-StripeRows::StripeRows(size_t row_stride, size_t max_rows, uint32_t admit_after)
-    : row_stride_(row_stride), max_rows_(max_rows), admit_after_(admit_after) {
-  if (admit_after_ > 1) {
-    sketch_.assign(kSketchDepth, std::array<uint16_t, kSketchWidth>{});
-  }
+StripeRows::StripeRows(size_t row_stride, const StripeOptions& options)
+    : row_stride_(row_stride),
+      max_rows_(options.max_rows),
+      eviction_(options.eviction),
+      ttl_ns_(options.ttl_ns),
+      recency_(options.max_rows),
+      lfu_(options.max_rows),
+      admission_(options.admit_after, options.admit_probability,
+                 options.admission_seed) {}
+
+void StripeRows::Touch(uint32_t slot, int64_t now_ns) {
+  if (ttl_ns_ > 0) touched_ns_[slot] = now_ns;
+  if (uses_recency()) recency_.MoveToFront(slot);
+  if (uses_lfu()) lfu_.Touch(slot);
 }
 
-void StripeRows::Unlink(uint32_t slot) {
-  const uint32_t p = prev_[slot], n = next_[slot];
-  (p == kNil ? head_ : next_[p]) = n;
-  (n == kNil ? tail_ : prev_[n]) = p;
+void StripeRows::Detach(uint32_t slot) {
+  slot_of_.erase(key_of_[slot]);
+  if (uses_recency()) recency_.Unlink(slot);
+  if (uses_lfu()) lfu_.Remove(slot);
 }
 
-void StripeRows::PushFront(uint32_t slot) {
-  prev_[slot] = kNil;
-  next_[slot] = head_;
-  (head_ == kNil ? tail_ : prev_[head_]) = slot;
-  head_ = slot;
-}
-
-float* StripeRows::Find(uint64_t key) {
+uint32_t StripeRows::Find(uint64_t key, int64_t now_ns) {
   auto it = slot_of_.find(key);
-  if (it == slot_of_.end()) return nullptr;
-  if (max_rows_ > 0 && head_ != it->second) {
-    Unlink(it->second);
-    PushFront(it->second);
+  if (it == slot_of_.end()) return kNoSlot;
+  const uint32_t slot = it->second;
+  if (Expired(slot, now_ns)) {
+    Detach(slot);
+    GrowCapped(free_slots_, free_slots_.size() + 1, max_rows_);
+    free_slots_.back() = slot;
+    ++ttl_expired_;
+    return kNoSlot;
   }
-  return arena_.data() + size_t{it->second} * row_stride_;
+  Touch(slot, now_ns);
+  return slot;
 }
 
-uint32_t StripeRows::Sight(uint64_t key) {
-  uint32_t estimate = UINT16_MAX;
-  for (int d = 0; d < kSketchDepth; ++d) {
-    uint16_t& cell = sketch_[d][MixKey(key ^ (0x9e3779b97f4a7c15ULL * (d + 1))) %
-                                kSketchWidth];
-    if (cell < UINT16_MAX) ++cell;
-    estimate = std::min<uint32_t>(estimate, cell);
-  }
-  return estimate;
+std::optional<uint64_t> StripeRows::PeekVersion(uint64_t key,
+                                                int64_t now_ns) const {
+  auto it = slot_of_.find(key);
+  if (it == slot_of_.end() || Expired(it->second, now_ns)) return std::nullopt;
+  return version_of_[it->second];
 }
 
-float* StripeRows::Create(uint64_t key) {
-  if (!sketch_.empty() && Sight(key) < admit_after_) {
+uint32_t StripeRows::TakeSlot(int64_t now_ns) {
+  if (!free_slots_.empty()) {
+    const uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    return slot;
+  }
+  if (max_rows_ == 0 || key_of_.size() < max_rows_) {
+    const size_t slot = key_of_.size();
+    GrowCapped(key_of_, slot + 1, max_rows_);
+    GrowCapped(version_of_, slot + 1, max_rows_);
+    if (ttl_ns_ > 0) GrowCapped(touched_ns_, slot + 1, max_rows_);
+    GrowCapped(arena_, (slot + 1) * row_stride_, max_rows_ * row_stride_);
+    return static_cast<uint32_t>(slot);
+  }
+  // Full. An idle row goes before any live one.
+  if (ttl_ns_ > 0) {
+    const uint32_t oldest = recency_.oldest();
+    if (oldest != RecencyList::kNil && Expired(oldest, now_ns)) {
+      Detach(oldest);
+      ++ttl_expired_;
+      return oldest;
+    }
+  }
+  const uint32_t victim = uses_lfu() ? lfu_.victim() : recency_.oldest();
+  Detach(victim);
+  ++evictions_;
+  return victim;
+}
+
+uint32_t StripeRows::Create(uint64_t key, int64_t now_ns) {
+  if (admission_.enabled() && !admission_.Sight(key)) {
     ++refused_;
-    return nullptr;
+    return kNoSlot;
   }
-  uint32_t slot;
-  if (max_rows_ > 0 && slot_of_.size() >= max_rows_) {
-    slot = tail_;  // evict the least recently used row, reuse its slot
-    Unlink(slot);
-    slot_of_.erase(key_of_[slot]);
-    ++evictions_;
-  } else {
-    slot = static_cast<uint32_t>(key_of_.size());
-    key_of_.push_back(0);
-    prev_.push_back(kNil);
-    next_.push_back(kNil);
-    arena_.resize(arena_.size() + row_stride_);
-  }
+  const uint32_t slot = TakeSlot(now_ns);
   key_of_[slot] = key;
+  version_of_[slot] = 0;
   slot_of_.emplace(key, slot);
-  if (max_rows_ > 0) PushFront(slot);
-  return arena_.data() + size_t{slot} * row_stride_;
+  if (ttl_ns_ > 0) touched_ns_[slot] = now_ns;
+  if (uses_recency()) recency_.PushFront(slot);
+  if (uses_lfu()) lfu_.Add(slot);
+  return slot;
+}
+
+size_t StripeRows::ExpireIdle(int64_t now_ns, size_t limit) {
+  if (ttl_ns_ == 0) return 0;
+  size_t expired = 0;
+  for (uint32_t slot = recency_.oldest();
+       expired < limit && slot != RecencyList::kNil && Expired(slot, now_ns);
+       slot = recency_.oldest()) {
+    Detach(slot);
+    GrowCapped(free_slots_, free_slots_.size() + 1, max_rows_);
+    free_slots_.back() = slot;
+    ++ttl_expired_;
+    ++expired;
+  }
+  return expired;
+}
+
+size_t StripeRows::memory_bytes() const {
+  // absl's flat_hash_map: one control byte per slot plus a group's worth of
+  // cloned control bytes, then the slots.
+  const size_t index =
+      slot_of_.capacity() == 0
+          ? 0
+          : slot_of_.capacity() *
+                    (sizeof(std::pair<const uint64_t, uint32_t>) + 1) +
+                24;
+  return index + arena_.capacity() * sizeof(float) +
+         (key_of_.capacity() + version_of_.capacity()) * sizeof(uint64_t) +
+         touched_ns_.capacity() * sizeof(int64_t) +
+         free_slots_.capacity() * sizeof(uint32_t) + recency_.memory_bytes() +
+         lfu_.memory_bytes() + admission_.memory_bytes() + sizeof(*this);
 }
 
 }  // namespace taups

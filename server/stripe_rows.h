@@ -1,60 +1,115 @@
 // StripeRows: the rows of one stripe of a sparse table, in bounded memory.
 //
-// Each row is `row_stride` floats in one arena. With max_rows > 0 the stripe
-// never holds more: making room evicts the least recently used row (exact
-// LRU; a row is "used" by every pull and push that touches it), and its slot
-// is reused. With admit_after > 1 a key gets a row only once it has been
-// seen that many times (a count-min sketch counts sightings, so one-off ids
-// never take a row); until then it is "refused": pulls read its initial
-// values and pushes to it are dropped.
+// Each row is `row_stride` floats in one arena slot, plus its key, its row
+// version (updates applied to it since it was created) and the bookkeeping
+// of the stripe's policies:
+//   max_rows > 0   the stripe never holds more; making room evicts one row:
+//                  lru, the least recently touched (RecencyList), or lfu,
+//                  the fewest touches since admission and then the least
+//                  recent (LfuOrder). A row idle for the ttl is expired
+//                  before any live row is evicted.
+//   ttl > 0        a row not touched for at least `ttl` is expired: by
+//                  ExpireIdle (the shard's tick), or when next looked up;
+//                  counted in ttl_expired, not in evictions. Its slot is
+//                  reused.
+//   admission      a key without a row gets one only when its
+//                  AdmissionFilter says so; until then it is "refused".
+// A row that comes back after eviction or expiry is new: the caller
+// re-initializes it and its version restarts at 0.
+//
+// Slots are numbers; Find/Create return one (kNoSlot if none) and row() /
+// version() give its storage, valid until the next Create or ExpireIdle.
+// Times are nanoseconds of the shard's clock, passed in by the caller
+// (ignored when ttl is 0).
 //
 // Thread-compatible: SparseTable holds the stripe's mutex around every call.
 #ifndef TAUPS_SERVER_STRIPE_ROWS_H_
 #define TAUPS_SERVER_STRIPE_ROWS_H_
 
-#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "server/admission_filter.h"
+#include "server/lfu_order.h"
+#include "server/recency_list.h"
+#include "taups/table_config.h"
 
 namespace taups {
 
+struct StripeOptions {
+  size_t max_rows = 0;  // 0 = unbounded
+  SparseEvictionKind eviction = SparseEvictionKind::kLru;
+  int64_t ttl_ns = 0;   // 0 = rows never expire
+  uint32_t admit_after = 0;
+  float admit_probability = 1.0f;
+  uint64_t admission_seed = 0;
+};
+
 class StripeRows {
  public:
-  StripeRows(size_t row_stride, size_t max_rows, uint32_t admit_after);
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
 
-  // The row of `key` (marked most recently used), or nullptr.
-  float* Find(uint64_t key);
-  // Storage for a new row of `key` (not present), evicting the least
-  // recently used row if the stripe is full; nullptr if the key is not
-  // admitted yet. The caller fills the returned row.
-  float* Create(uint64_t key);
+  StripeRows(size_t row_stride, const StripeOptions& options);
+
+  // The slot of `key`'s row, counted as a touch at `now_ns`; kNoSlot if
+  // the key has no row (an expired row is removed here and counted).
+  uint32_t Find(uint64_t key, int64_t now_ns);
+  // A new row for `key` (which has none), touched at `now_ns`, making room
+  // if the stripe is full; kNoSlot if the key is not admitted yet. Its
+  // version is 0; the caller fills row().
+  uint32_t Create(uint64_t key, int64_t now_ns);
+  // The version of `key`'s row without touching it; nullopt if the key has
+  // no live row.
+  std::optional<uint64_t> PeekVersion(uint64_t key, int64_t now_ns) const;
+  // Expires up to `limit` rows idle for at least the ttl, oldest first.
+  // Returns how many it expired.
+  size_t ExpireIdle(int64_t now_ns, size_t limit);
+
+  float* row(uint32_t slot) { return arena_.data() + size_t{slot} * row_stride_; }
+  uint64_t& version(uint32_t slot) { return version_of_[slot]; }
 
   size_t size() const { return slot_of_.size(); }
   uint64_t evictions() const { return evictions_; }
+  uint64_t ttl_expired() const { return ttl_expired_; }
   uint64_t refused() const { return refused_; }
+  // Bytes this stripe's storage holds now (capacities, not sizes).
+  size_t memory_bytes() const;
 
  private:
-  static constexpr uint32_t kNil = UINT32_MAX;
-  static constexpr int kSketchDepth = 4;
-  static constexpr int kSketchWidth = 4096;
-
-  void Unlink(uint32_t slot);
-  void PushFront(uint32_t slot);
-  // Counts one sighting; returns the key's estimated sightings so far.
-  uint32_t Sight(uint64_t key);
+  bool uses_recency() const {
+    return ttl_ns_ > 0 || (max_rows_ > 0 && eviction_ == SparseEvictionKind::kLru);
+  }
+  bool uses_lfu() const {
+    return max_rows_ > 0 && eviction_ == SparseEvictionKind::kLfu;
+  }
+  bool Expired(uint32_t slot, int64_t now_ns) const {
+    return ttl_ns_ > 0 && now_ns - touched_ns_[slot] >= ttl_ns_;
+  }
+  void Touch(uint32_t slot, int64_t now_ns);
+  // Takes `slot`'s row out of the index and the orders; the slot is free.
+  void Detach(uint32_t slot);
+  // A free slot: reused, new, or (stripe full) taken from an expired or
+  // evicted row.
+  uint32_t TakeSlot(int64_t now_ns);
 
   const size_t row_stride_;
-  const size_t max_rows_;     // 0 = unbounded
-  const uint32_t admit_after_;
+  const size_t max_rows_;
+  const SparseEvictionKind eviction_;
+  const int64_t ttl_ns_;
   absl::flat_hash_map<uint64_t, uint32_t> slot_of_;
   std::vector<float> arena_;
-  std::vector<uint64_t> key_of_;  // per slot
-  std::vector<uint32_t> prev_, next_;  // LRU list, head = most recent
-  uint32_t head_ = kNil, tail_ = kNil;
-  std::vector<std::array<uint16_t, kSketchWidth>> sketch_;  // empty if unused
+  std::vector<uint64_t> key_of_;      // per slot
+  std::vector<uint64_t> version_of_;  // per slot
+  std::vector<int64_t> touched_ns_;   // per slot; empty without a ttl
+  std::vector<uint32_t> free_slots_;
+  RecencyList recency_;  // unused unless uses_recency()
+  LfuOrder lfu_;         // unused unless uses_lfu()
+  AdmissionFilter admission_;
   uint64_t evictions_ = 0;
+  uint64_t ttl_expired_ = 0;
   uint64_t refused_ = 0;
 };
 

@@ -11,16 +11,29 @@
 #include <memory>
 
 #include "absl/types/span.h"
+#include "server/push_types.h"
 #include "taups/table_config.h"
 
 namespace taups {
 
+// Where a sparse table writes the per-row tau of a push it applies (see
+// RowTauSummary): `base_versions` and `taus` hold one entry per key.
+struct RowTauSink {
+  absl::Span<const uint64_t> base_versions;
+  absl::Span<uint64_t> taus;  // out
+  RowTauSummary summary;      // out
+  bool measured = false;      // set once taus and summary are filled
+};
+
 // One piece of a gradient. Dense: `values` for elements [offset, offset +
-// values.size()). Sparse: `values` holds keys.size() rows of `dim` floats.
+// values.size()). Sparse: `values` holds keys.size() rows of `dim` floats;
+// with `row_tau` set, Apply measures each row's tau into it, atomically with
+// the update (step buffers ignore it).
 struct GradientPart {
   uint64_t offset = 0;
   absl::Span<const uint64_t> keys;
   absl::Span<const float> values;
+  RowTauSink* row_tau = nullptr;
 };
 
 // A sum of gradient parts, kept until a step closes. Thread-compatible.

@@ -30,7 +30,8 @@ struct WorkerTableStats {
 struct TableStats {
   TableStats()
       : tau(Histogram::IntegerBounds(kTauHistogramMax)),
-        step_wait_s(Histogram::ExponentialBounds(1e-4, 2.0, 120.0)) {}
+        step_wait_s(Histogram::ExponentialBounds(1e-4, 2.0, 120.0)),
+        row_tau(Histogram::IntegerBounds(kTauHistogramMax)) {}
   Histogram tau;
   uint64_t pushes = 0;
   uint64_t rejected = 0;
@@ -42,6 +43,9 @@ struct TableStats {
   Histogram step_wait_s;        // step opened -> closed
   int64_t last_straggler = -1;  // worker whose arrival closed the last step
   std::map<uint32_t, WorkerTableStats> workers;
+  // Sparse: per-row tau of pushes that carried row versions (one value per
+  // row measured; see SparseTable). Filled by ParameterStore::Stats.
+  Histogram row_tau;
 };
 
 }  // namespace taups

@@ -128,7 +128,7 @@ struct TableConfig {
   uint64_t sparse_max_rows = 0;
   // max_bytes > 0: the same bound expressed in memory. It becomes a row
   // limit (the smaller of the two applies when both are set): the budget,
-  // less a fixed 1 KiB per stripe (plus the 32 KiB admission sketch of each
+  // less a fixed 2 KiB per stripe (plus the 32 KiB admission sketch of each
   // stripe when admit_after > 1 or admit_probability < 1), divided by the
   // row's real footprint in bytes:
   //   4 * dim * (1 + optimizer state floats per parameter)   values + state
