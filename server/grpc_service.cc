@@ -1,10 +1,12 @@
 #include "server/grpc_service.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <vector>
 
 #include "common/aligned_view.h"
+#include "common/wire_tensor.h"
 #include "wire_convert.h"
 
 namespace taups {
@@ -21,6 +23,9 @@ void InfoToWire(const TableInfo& info, v1::TableInfo* wire) {
   wire->set_open_step(info.open_step);
   wire->set_sparse_evictions(info.sparse_evictions);
   wire->set_sparse_refused(info.sparse_refused);
+  wire->set_sparse_ttl_expired(info.sparse_ttl_expired);
+  wire->set_sparse_bytes(info.sparse_bytes);
+  wire->set_sparse_row_limit(info.sparse_row_limit);
 }
 
 PushOrigin OriginFromWire(const v1::PushOrigin& wire) {
@@ -82,6 +87,25 @@ absl::Span<float> ResizeFloats(std::string* bytes, size_t count) {
   return absl::MakeSpan(reinterpret_cast<float*>(bytes->data()), count);
 }
 
+absl::Span<uint64_t> ResizeUint64s(std::string* bytes, size_t count) {
+  bytes->resize(count * sizeof(uint64_t));
+  return absl::MakeSpan(reinterpret_cast<uint64_t*>(bytes->data()), count);
+}
+
+// A sparse push's per-row tau (only when it carried row base versions).
+void RowTauToWire(const PushOutcome& outcome, bool with_taus,
+                  v1::PushResponse* wire) {
+  wire->set_row_tau_rows(outcome.row_tau.rows);
+  wire->set_row_tau_mean(outcome.row_tau.mean());
+  wire->set_row_tau_max(outcome.row_tau.max);
+  wire->set_row_tau_reborn(outcome.row_tau.reborn);
+  if (with_taus) {
+    absl::Span<uint64_t> taus =
+        ResizeUint64s(wire->mutable_row_taus(), outcome.row_taus.size());
+    std::copy(outcome.row_taus.begin(), outcome.row_taus.end(), taus.begin());
+  }
+}
+
 }  // namespace
 
 ParameterServerService::ParameterServerService(ParameterStore* store,
@@ -131,14 +155,31 @@ grpc::Status ParameterServerService::PullDense(
     return ToGrpcStatus(absl::OutOfRangeError(
         "PullDense: count exceeds this shard's range of the table"));
   }
-  absl::Span<float> out =
-      ResizeFloats(response->mutable_values(), request->count());
+  const CodecKind pull_codec = static_cast<CodecKind>(request->pull_codec());
+  absl::Status codec_ok =
+      CheckPullCodec(pull_codec, request->pull_bucket_size());
+  if (!codec_ok.ok()) return ToGrpcStatus(codec_ok);
+  std::vector<float> plain;
+  absl::Span<float> out;
+  if (pull_codec == CodecKind::kNone) {
+    out = ResizeFloats(response->mutable_values(), request->count());
+  } else {
+    plain.resize(request->count());
+    out = absl::MakeSpan(plain);
+  }
   absl::StatusOr<PullResult> pulled = store_->PullDense(
       request->table(), request->offset(), out,
       PullContextOf(*context, request->worker_id(), request->clock()));
   if (!pulled.ok()) {
     response->clear_values();
     return ToGrpcStatus(pulled.status());
+  }
+  if (pull_codec != CodecKind::kNone) {
+    absl::Status encoded = EncodeForPull(plain, pull_codec,
+                                         request->pull_bucket_size(),
+                                         response->mutable_values());
+    if (!encoded.ok()) return ToGrpcStatus(encoded);
+    response->set_encoded(true);
   }
   response->set_version(pulled->version);
   response->set_step(pulled->step);
@@ -150,8 +191,21 @@ grpc::Status ParameterServerService::PushDense(
     grpc::ServerContext*, const v1::PushDenseRequest* request,
     v1::PushResponse* response) {
   std::vector<float> scratch;
+  uint64_t max_elements = 0;
+  if (request->encoded()) {
+    // A block may not declare more values than this shard holds of the
+    // table: that bounds the decode allocation.
+    absl::StatusOr<ParameterStore::Shape> shape = store_->ShapeOf(request->table());
+    if (!shape.ok()) return ToGrpcStatus(shape.status());
+    if (shape->kind != TableKind::kDense) {  // the store names the mismatch
+      return ToGrpcStatus(store_->PushDense(request->table(), request->offset(), {},
+                                            MetaFromWire(*request, 1)).status());
+    }
+    max_elements = shape->range.size();
+  }
   absl::StatusOr<absl::Span<const float>> gradient =
-      ViewAs<float>(request->gradient(), &scratch, "PushDense gradient");
+      GradientFromWire(request->gradient(), request->encoded(), max_elements,
+                       &scratch, "PushDense gradient");
   if (!gradient.ok()) return ToGrpcStatus(gradient.status());
   absl::StatusOr<PushOutcome> outcome = store_->PushDense(
       request->table(), request->offset(), *gradient,
@@ -174,14 +228,37 @@ grpc::Status ParameterServerService::PullSparse(
     return ToGrpcStatus(absl::InvalidArgumentError(
         "PullSparse: too many keys in one request"));
   }
-  absl::Span<float> out = ResizeFloats(response->mutable_values(),
-                                       keys->size() * info->dim);
+  const CodecKind pull_codec = static_cast<CodecKind>(request->pull_codec());
+  absl::Status codec_ok =
+      CheckPullCodec(pull_codec, request->pull_bucket_size());
+  if (!codec_ok.ok()) return ToGrpcStatus(codec_ok);
+  std::vector<float> plain;
+  absl::Span<float> out;
+  if (pull_codec == CodecKind::kNone) {
+    out = ResizeFloats(response->mutable_values(), keys->size() * info->dim);
+  } else {
+    plain.resize(keys->size() * info->dim);
+    out = absl::MakeSpan(plain);
+  }
+  absl::Span<uint64_t> row_versions;
+  if (request->with_row_versions()) {
+    row_versions = ResizeUint64s(response->mutable_row_versions(), keys->size());
+  }
   absl::StatusOr<PullResult> pulled = store_->PullSparse(
       request->table(), *keys, out,
-      PullContextOf(*context, request->worker_id(), request->clock()));
+      PullContextOf(*context, request->worker_id(), request->clock()),
+      row_versions);
   if (!pulled.ok()) {
     response->clear_values();
+    response->clear_row_versions();
     return ToGrpcStatus(pulled.status());
+  }
+  if (pull_codec != CodecKind::kNone) {
+    absl::Status encoded = EncodeForPull(plain, pull_codec,
+                                         request->pull_bucket_size(),
+                                         response->mutable_values());
+    if (!encoded.ok()) return ToGrpcStatus(encoded);
+    response->set_encoded(true);
   }
   response->set_version(pulled->version);
   response->set_step(pulled->step);
@@ -197,13 +274,33 @@ grpc::Status ParameterServerService::PushSparse(
   absl::StatusOr<absl::Span<const uint64_t>> keys =
       ViewAs<uint64_t>(request->keys(), &key_scratch, "PushSparse keys");
   if (!keys.ok()) return ToGrpcStatus(keys.status());
-  absl::StatusOr<absl::Span<const float>> gradients = ViewAs<float>(
-      request->gradients(), &gradient_scratch, "PushSparse gradients");
+  uint64_t max_elements = 0;
+  if (request->encoded()) {
+    absl::StatusOr<ParameterStore::Shape> shape = store_->ShapeOf(request->table());
+    if (!shape.ok()) return ToGrpcStatus(shape.status());
+    if (shape->kind != TableKind::kSparse) {
+      return ToGrpcStatus(store_->PushSparse(request->table(), {}, {},
+                                             MetaFromWire(*request, 1)).status());
+    }
+    max_elements = keys->size() * shape->dim;
+  }
+  absl::StatusOr<absl::Span<const float>> gradients = GradientFromWire(
+      request->gradients(), request->encoded(), max_elements,
+      &gradient_scratch, "PushSparse gradients");
   if (!gradients.ok()) return ToGrpcStatus(gradients.status());
-  absl::StatusOr<PushOutcome> outcome = store_->PushSparse(
-      request->table(), *keys, *gradients, MetaFromWire(*request, 1));
+  std::vector<uint64_t> base_scratch;
+  absl::StatusOr<absl::Span<const uint64_t>> row_bases = ViewAs<uint64_t>(
+      request->row_base_versions(), &base_scratch, "PushSparse row_base_versions");
+  if (!row_bases.ok()) return ToGrpcStatus(row_bases.status());
+  PushMeta meta = MetaFromWire(*request, 1);
+  meta.row_base_versions = *row_bases;
+  absl::StatusOr<PushOutcome> outcome =
+      store_->PushSparse(request->table(), *keys, *gradients, meta);
   if (!outcome.ok()) return ToGrpcStatus(outcome.status());
   OutcomeToWire(*outcome, incarnation_, response);
+  if (!row_bases->empty()) {
+    RowTauToWire(*outcome, request->return_row_taus(), response);
+  }
   return grpc::Status::OK;
 }
 
@@ -276,6 +373,9 @@ grpc::Status ParameterServerService::Stats(grpc::ServerContext*,
   for (const auto& [info, table] : stats.tables) {
     v1::TableStats* t = response->add_tables();
     InfoToWire(info, t->mutable_info());
+    if (info.config.kind == TableKind::kSparse) {
+      DistributionToWire(table.row_tau, t->mutable_info()->mutable_sparse_row_tau());
+    }
     DistributionToWire(table.tau, t->mutable_tau());
     t->set_pushes(table.pushes);
     t->set_rejected(table.rejected);

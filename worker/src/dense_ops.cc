@@ -5,15 +5,20 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "common/vector_math.h"
+#include "common/wire_tensor.h"
 #include "worker/src/grpc_client.h"
 
 namespace taups {
 namespace {
 
 template <typename T>
-std::future<absl::StatusOr<T>> Ready(absl::Status status) {
+std::future<absl::StatusOr<T>> Ready(absl::Status status, T value = T()) {
   std::promise<absl::StatusOr<T>> promise;
-  promise.set_value(std::move(status));
+  if (status.ok()) {
+    promise.set_value(std::move(value));
+  } else {
+    promise.set_value(std::move(status));
+  }
   return promise.get_future();
 }
 
@@ -49,6 +54,8 @@ std::future<absl::StatusOr<PullInfo>> GrpcClient::PullDenseAsync(
   auto future = state->promise.get_future();
   std::string name(table);
   const absl::Time start = absl::Now();
+  std::shared_ptr<TableCompression> compression = CompressionOf(name);
+  const CodecKind pull_codec = compression->config().pull;
   auto fan = std::make_shared<FanIn>(
       (*meta)->slices.size(), [this, state, name, start](absl::Status status) {
         if (!status.ok()) return state->promise.set_value(status);
@@ -67,6 +74,10 @@ std::future<absl::StatusOr<PullInfo>> GrpcClient::PullDenseAsync(
     request.set_count(slice.count);
     request.set_worker_id(options_.worker_id);
     request.set_clock(clock_.load());
+    if (pull_codec != CodecKind::kNone) {
+      request.set_pull_codec(static_cast<v1::Codec>(pull_codec));
+      request.set_pull_bucket_size(compression->config().pull_bucket_size);
+    }
     Call<v1::PullDenseRequest, v1::PullDenseResponse>(
         slice.shard, std::move(request),
         [](Stub* stub, grpc::ClientContext* ctx,
@@ -74,16 +85,27 @@ std::future<absl::StatusOr<PullInfo>> GrpcClient::PullDenseAsync(
            std::function<void(grpc::Status)> cb) {
           stub->async()->PullDense(ctx, req, resp, std::move(cb));
         },
-        [this, state, fan, slice, values](const absl::Status& status,
-                                          v1::PullDenseResponse* response) {
+        [this, state, fan, slice, values, compression](
+            const absl::Status& status, v1::PullDenseResponse* response) {
           if (!status.ok()) return fan->Report(status);
-          if (response->values().size() != slice.count * sizeof(float)) {
+          absl::Span<float> out = values.subspan(slice.offset, slice.count);
+          if (response->encoded()) {
+            absl::Status decoded = DecodePulled(response->values(), out);
+            if (!decoded.ok()) {
+              return fan->Report(absl::InternalError(absl::StrCat(
+                  "shard ", slice.shard, " returned a bad block: ",
+                  decoded.message())));
+            }
+          } else if (response->values().size() != slice.count * sizeof(float)) {
             return fan->Report(absl::InternalError(absl::StrCat(
                 "shard ", slice.shard, " returned ", response->values().size(),
                 " bytes for ", slice.count, " floats")));
+          } else {
+            std::memcpy(out.data(), response->values().data(),
+                        response->values().size());
           }
-          std::memcpy(values.data() + slice.offset, response->values().data(),
-                      response->values().size());
+          compression->CountPull(slice.count * sizeof(float),
+                                 response->values().size());
           const bool restarted =
               NoteIncarnation(slice.shard, response->server_incarnation());
           {
@@ -117,6 +139,34 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseAsync(
     return Ready<PushResult>(absl::InvalidArgumentError(
         "basis.shard_versions must hold one version per shard"));
   }
+  std::shared_ptr<TableCompression> compression = CompressionOf(name);
+  const CompressionConfig& compress = compression->config();
+  std::vector<float> accumulated;
+  if (compress.accumulate_steps > 1) {
+    std::optional<std::vector<float>> sum = compression->Accumulate(gradient);
+    if (!sum.has_value()) {
+      compression->CountDeferred();
+      PushResult deferred;
+      deferred.shards.resize(shards_.size());
+      deferred.deferred = true;
+      return Ready<PushResult>(absl::OkStatus(), std::move(deferred));
+    }
+    accumulated = std::move(*sum);
+    gradient = accumulated;
+  }
+  const bool encode =
+      compress.push.codec != CodecKind::kNone || compress.error_feedback;
+  std::vector<std::string> blocks;
+  if (encode) {
+    std::vector<std::pair<uint64_t, uint64_t>> parts;
+    for (const DenseSlice& slice : (*meta)->slices) {
+      parts.emplace_back(slice.offset, slice.count);
+    }
+    absl::StatusOr<std::vector<std::string>> encoded =
+        compression->EncodeDense(gradient, parts);
+    if (!encoded.ok()) return Ready<PushResult>(encoded.status());
+    blocks = std::move(*encoded);
+  }
   struct State {
     absl::Mutex mu;
     PushResult result;
@@ -132,15 +182,25 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseAsync(
       });
   const v1::PushOrigin origin = NextOrigin();
   const uint64_t clock = clock_.load();
-  const double norm_sq = SquaredNorm(gradient);
-  for (const DenseSlice& slice : (*meta)->slices) {
+  // An encoded push leaves the norm to the shards (0 = unknown): the raw
+  // gradient's norm is not the norm of what they will decode.
+  const double norm_sq = encode ? 0.0 : SquaredNorm(gradient);
+  uint64_t wire_bytes = 0;
+  for (size_t i = 0; i < (*meta)->slices.size(); ++i) {
+    const DenseSlice& slice = (*meta)->slices[i];
     v1::PushDenseRequest request;
     request.set_table(name);
     request.set_offset(slice.offset);
-    // assign(): one copy (set_gradient(ptr, n) makes a temporary first).
-    request.mutable_gradient()->assign(
-        reinterpret_cast<const char*>(gradient.data() + slice.offset),
-        slice.count * sizeof(float));
+    if (encode) {
+      *request.mutable_gradient() = std::move(blocks[i]);
+      request.set_encoded(true);
+    } else {
+      // assign(): one copy (set_gradient(ptr, n) makes a temporary first).
+      request.mutable_gradient()->assign(
+          reinterpret_cast<const char*>(gradient.data() + slice.offset),
+          slice.count * sizeof(float));
+    }
+    wire_bytes += request.gradient().size();
     *request.mutable_origin() = origin;
     request.set_base_version(base[slice.shard]);
     request.set_slices_in_push(slice.slices_in_shard);
@@ -172,6 +232,7 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseAsync(
           fan->Report(status);
         });
   }
+  compression->CountPush(gradient.size() * sizeof(float), wire_bytes);
   return future;
 }
 

@@ -23,6 +23,7 @@
 #include "worker/src/delayed_runner.h"
 #include "worker/src/retrying_call.h"
 #include "worker/src/shard_router.h"
+#include "worker/src/table_compression.h"
 
 namespace taups {
 
@@ -42,6 +43,9 @@ class GrpcClient final : public Client {
                               const StalenessConfig& staleness) override;
   absl::StatusOr<std::vector<TableShardStats>> Stats(
       absl::string_view table) override;
+  absl::Status SetCompression(absl::string_view table,
+                              const CompressionConfig& config) override;
+  absl::StatusOr<TransferCounters> Transfers(absl::string_view table) override;
   uint64_t clock() const override { return clock_.load(); }
   void Clock() override { clock_.fetch_add(1); }
 
@@ -77,6 +81,8 @@ class GrpcClient final : public Client {
 
   absl::StatusOr<std::shared_ptr<const TableMeta>> Meta(absl::string_view name);
   std::shared_ptr<const TableMeta> Remember(const TableConfig& config);
+  // The table's compression state; a default one (no codec) on first use.
+  std::shared_ptr<TableCompression> CompressionOf(const std::string& table);
   // Base versions for a push: `basis` if given, else the last pull's.
   std::vector<uint64_t> BaseVersions(const std::string& table,
                                      const PullInfo* basis);
@@ -146,6 +152,8 @@ class GrpcClient final : public Client {
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::vector<uint64_t>> last_pulled_
       ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<TableCompression>>
+      compression_ ABSL_GUARDED_BY(mu_);
   // Declared last: destroyed first, so pending retries finish while the
   // members above still exist.
   DelayedRunner runner_;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/float_bytes.h"
 #include "common/vector_math.h"
+#include "common/wire_tensor.h"
 #include "worker/src/grpc_client.h"
 
 namespace taups {
@@ -55,6 +56,7 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
   auto fan = std::make_shared<FanIn>(
       calls, [state](absl::Status s) { state->done.set_value(s); });
   const std::string name(table);
+  std::shared_ptr<TableCompression> compression = CompressionOf(name);
   for (uint32_t s = 0; s < groups.size(); ++s) {
     if (groups[s].keys.empty()) continue;
     v1::PullSparseRequest request;
@@ -62,6 +64,10 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
     PackInto<uint64_t>(groups[s].keys, request.mutable_keys());
     request.set_worker_id(options_.worker_id);
     request.set_clock(clock_.load());
+    if (compression->config().pull != CodecKind::kNone) {
+      request.set_pull_codec(static_cast<v1::Codec>(compression->config().pull));
+      request.set_pull_bucket_size(compression->config().pull_bucket_size);
+    }
     const ShardKeys* group = &groups[s];
     Call<v1::PullSparseRequest, v1::PullSparseResponse>(
         s, std::move(request),
@@ -70,16 +76,27 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
            std::function<void(grpc::Status)> cb) {
           stub->async()->PullSparse(ctx, req, resp, std::move(cb));
         },
-        [this, s, group, fan, state, rows, dim](
+        [this, s, group, fan, state, rows, dim, compression](
             const absl::Status& status, v1::PullSparseResponse* response) {
           if (!status.ok()) return fan->Report(status);
           const size_t row_bytes = size_t{dim} * sizeof(float);
-          if (response->values().size() != group->keys.size() * row_bytes) {
+          std::vector<float> decoded;
+          const char* src = response->values().data();
+          if (response->encoded()) {
+            decoded.resize(group->keys.size() * dim);
+            absl::Status ok = DecodePulled(response->values(), absl::MakeSpan(decoded));
+            if (!ok.ok()) {
+              return fan->Report(absl::InternalError(absl::StrCat(
+                  "shard ", s, " returned a bad block: ", ok.message())));
+            }
+            src = reinterpret_cast<const char*>(decoded.data());
+          } else if (response->values().size() != group->keys.size() * row_bytes) {
             return fan->Report(absl::InternalError(absl::StrCat(
                 "shard ", s, " returned ", response->values().size(),
                 " bytes for ", group->keys.size(), " rows")));
           }
-          const char* src = response->values().data();
+          compression->CountPull(group->keys.size() * row_bytes,
+                                 response->values().size());
           for (const auto& [request_index, key_index] : group->positions) {
             std::memcpy(rows.data() + size_t{request_index} * dim,
                         src + size_t{key_index} * row_bytes, row_bytes);
@@ -139,14 +156,37 @@ absl::StatusOr<PushResult> GrpcClient::PushSparse(
   auto fan = std::make_shared<FanIn>(
       calls, [state](absl::Status s) { state->done.set_value(s); });
   const v1::PushOrigin origin = NextOrigin();
+  std::shared_ptr<TableCompression> compression = CompressionOf(name);
+  const bool compress_push =
+      compression->config().push.codec != CodecKind::kNone;
+  // Encode every shard's rows before sending any, so a refusal sends nothing.
+  std::vector<std::string> blocks(groups.size());
+  if (compress_push) {
+    const uint64_t push_index = compression->NextPushIndex();
+    for (uint32_t s = 0; s < groups.size(); ++s) {
+      if (groups[s].keys.empty()) continue;
+      absl::Status encoded =
+          compression->EncodeRows(merged[s], config.dim, push_index, &blocks[s]);
+      if (!encoded.ok()) return encoded;
+    }
+  }
   double norm_sq = 0.0;
-  for (const auto& shard_gradients : merged) norm_sq += SquaredNorm(shard_gradients);
+  if (!compress_push) {  // encoded: each shard measures what it decodes
+    for (const auto& shard_gradients : merged) norm_sq += SquaredNorm(shard_gradients);
+  }
   for (uint32_t s = 0; s < groups.size(); ++s) {
     if (groups[s].keys.empty()) continue;
     v1::PushSparseRequest request;
     request.set_table(name);
     PackInto<uint64_t>(groups[s].keys, request.mutable_keys());
-    PackInto<float>(merged[s], request.mutable_gradients());
+    if (compress_push) {
+      *request.mutable_gradients() = std::move(blocks[s]);
+      request.set_encoded(true);
+    } else {
+      PackInto<float>(merged[s], request.mutable_gradients());
+    }
+    compression->CountPush(merged[s].size() * sizeof(float),
+                           request.gradients().size());
     *request.mutable_origin() = origin;
     request.set_base_version(base[s]);
     request.set_clock(clock_.load());

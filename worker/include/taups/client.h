@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "taups/compression.h"
 #include "taups/table_config.h"
 
 namespace taups {
@@ -97,9 +98,24 @@ struct ShardPushResult {
 
 struct PushResult {
   std::vector<ShardPushResult> shards;  // indexed by shard
+  // Gradient accumulation (CompressionConfig::accumulate_steps): this
+  // gradient was added to the local sum and nothing was sent.
+  bool deferred = false;
   bool all_accepted() const;
   uint64_t max_tau() const;
   double mean_tau() const;  // over touched shards
+};
+
+// What this worker moved for one table: raw = float32 bytes of the values,
+// wire = the bytes of the tensor fields actually sent or received.
+struct TransferCounters {
+  uint64_t pushes_sent = 0;
+  uint64_t pushes_deferred = 0;  // accumulated, not sent
+  uint64_t push_raw_bytes = 0;
+  uint64_t push_wire_bytes = 0;
+  uint64_t pulls = 0;
+  uint64_t pull_raw_bytes = 0;
+  uint64_t pull_wire_bytes = 0;
 };
 
 // One worker as one shard sees it, for one table.
@@ -165,6 +181,18 @@ class Client {
   virtual absl::StatusOr<std::vector<TableShardStats>> Stats(
       absl::string_view table) = 0;
 
+  // Worker-side compression of `table` (see taups/compression.h): how its
+  // pushes are encoded, error feedback and accumulation (dense tables), and
+  // how pulls travel. Replaces earlier settings and starts from an empty
+  // residual and accumulation buffer. INVALID_ARGUMENT for a bad config, or
+  // error feedback / accumulation asked for a sparse table; NOT_FOUND for an
+  // unknown table.
+  virtual absl::Status SetCompression(absl::string_view table,
+                                      const CompressionConfig& config) = 0;
+  // Bytes this client has pushed and pulled for `table`, raw and on the wire.
+  virtual absl::StatusOr<TransferCounters> Transfers(
+      absl::string_view table) = 0;
+
   // The worker clock: steps this worker has completed. Pulls and pushes
   // carry it; sync/semi_sync/ssp tables use it for barriers. Call Clock()
   // once after each step (after pushing every table of that step).
@@ -172,7 +200,10 @@ class Client {
   virtual void Clock() = 0;
 
   // Dense tables. `values` / `gradient` cover the whole table
-  // (size == dense_size).
+  // (size == dense_size). With compression the gradient is encoded (and
+  // error feedback applied) before PushDense(Async) returns its future; with
+  // accumulation, a call that only adds to the local sum returns at once with
+  // PushResult::deferred set.
   virtual absl::StatusOr<PullInfo> PullDense(absl::string_view table,
                                              absl::Span<float> values) = 0;
   virtual std::future<absl::StatusOr<PullInfo>> PullDenseAsync(

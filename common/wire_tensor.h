@@ -1,0 +1,46 @@
+// Float tensors as they travel in requests and responses: raw packed
+// float32, or an encoded block (common/codec_format.h).
+//
+// The server reads every pushed gradient through GradientFromWire, so a bad
+// block is refused (INVALID_ARGUMENT) before any table is touched, and
+// encodes compressed pulls with EncodeForPull. The simulation harness uses the
+// same functions, so it decodes exactly as the server does.
+//
+// Thread-safety: pure functions.
+#ifndef TAUPS_COMMON_WIRE_TENSOR_H_
+#define TAUPS_COMMON_WIRE_TENSOR_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "taups/compression.h"
+
+namespace taups {
+
+// The float values `bytes` carries. Raw bytes are viewed in place when
+// aligned (else copied into `scratch`); a block is validated and decoded into
+// `scratch`. `max_elements` bounds what a block may declare (the allocation);
+// `what` names the field in errors.
+absl::StatusOr<absl::Span<const float>> GradientFromWire(
+    absl::string_view bytes, bool encoded, uint64_t max_elements,
+    std::vector<float>* scratch, absl::string_view what);
+
+// Codecs a pull may ask for: none, fp16, bf16, int8 (nearest rounding).
+absl::Status CheckPullCodec(CodecKind codec, uint32_t bucket_size);
+
+// Encodes pulled parameters with a codec CheckPullCodec accepted.
+absl::Status EncodeForPull(absl::Span<const float> values, CodecKind codec,
+                           uint32_t bucket_size, std::string* out);
+
+// Decodes a pull answer into `out`: the block must hold exactly out.size()
+// values.
+absl::Status DecodePulled(absl::string_view block, absl::Span<float> out);
+
+}  // namespace taups
+
+#endif  // TAUPS_COMMON_WIRE_TENSOR_H_
