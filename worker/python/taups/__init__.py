@@ -1,0 +1,47 @@
+"""tauPS worker client for Python.
+
+    import numpy as np
+    import taups
+
+    with taups.Client(["127.0.0.1:7000"], worker_id=0) as client:
+        client.create_table(taups.dense_table("w", 1000, learning_rate=0.1))
+        w = np.empty(1000, np.float32)
+        client.pull_dense("w", w)        # fills w in place
+        result = client.push_dense("w", grad)
+        print(result.all_accepted, result.taus)
+        client.clock()                   # one step done
+
+numpy arrays and CPU torch tensors are passed without copying; they must be
+C-contiguous float32 (keys: uint64 or int64). Failed calls raise
+taups.StatusError or one of its subclasses (NotFoundError, ...), carrying
+`code`, `code_name` and `message`.
+"""
+
+from taups._taups import (
+    AlreadyExistsError,
+    Consistency,
+    ConsistencyConfig,
+    DeadlineExceededError,
+    Downweight,
+    Initializer,
+    InitializerConfig,
+    InvalidArgumentError,
+    LatePolicy,
+    NotFoundError,
+    Optimizer,
+    OptimizerConfig,
+    PullInfo,
+    PushResult,
+    ShardPushResult,
+    StalenessConfig,
+    StatusError,
+    TableConfig,
+    TableKind,
+    TableShardStats,
+    UnavailableError,
+    WorkerShardStats,
+)
+from taups.client import Client
+from taups.tables import dense_table, sparse_table
+
+__all__ = [name for name in dir() if not name.startswith("_")]

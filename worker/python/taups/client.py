@@ -1,0 +1,120 @@
+"""taups.Client: the connection to a tauPS cluster."""
+
+from taups import _taups
+from taups.arrays import as_numpy
+
+
+class Client:
+    """A worker's connection to every shard of a tauPS cluster.
+
+    Client(servers, worker_id=0, call_timeout_s=30, connect_timeout_s=30,
+           register_worker=True, lease_s=0, max_attempts=8)
+
+    servers: one "host:port" per shard, in shard order. Connecting waits up
+    to connect_timeout_s for every shard (UnavailableError otherwise).
+    register_worker: hold a lease renewed by heartbeat, which sync,
+    semi_sync and ssp tables need. Each call has a deadline of
+    call_timeout_s and is retried while a shard is unavailable.
+
+    Arrays: numpy arrays or CPU torch tensors, C-contiguous, float32 values
+    and uint64 (or int64) keys; they are read and written in place, never
+    copied. A wrong dtype raises TypeError, a wrong layout or shape
+    ValueError, before anything is sent.
+
+    Every network call releases the GIL; one client may be used from
+    several threads at once. Use it as a context manager, or call close().
+    """
+
+    def __init__(self, servers, *, worker_id=0, call_timeout_s=30.0,
+                 connect_timeout_s=30.0, register_worker=True, lease_s=0.0,
+                 max_attempts=8):
+        if isinstance(servers, str):
+            servers = [s for s in servers.split(",") if s]
+        self._core = _taups.ClientCore(
+            list(servers), worker_id=worker_id,
+            call_timeout_s=call_timeout_s,
+            connect_timeout_s=connect_timeout_s,
+            register_worker=register_worker, lease_s=lease_s,
+            max_attempts=max_attempts)
+
+    # --- connection ---
+    @property
+    def num_shards(self):
+        return self._core.num_shards
+
+    @property
+    def worker_id(self):
+        return self._core.worker_id
+
+    @property
+    def worker_clock(self):
+        """Steps this worker has completed (clock() calls)."""
+        return self._core.worker_clock
+
+    def clock(self):
+        """Marks one step done (after pushing every table of the step);
+        returns the new worker clock. sync/semi_sync/ssp tables wait on it."""
+        return self._core.clock()
+
+    def close(self):
+        """Stops the heartbeat and closes the channels; later calls raise."""
+        self._core.close()
+
+    @property
+    def closed(self):
+        return self._core.closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    # --- tables ---
+    def create_table(self, config):
+        """Creates `config` (a TableConfig) on every shard. An identical
+        table may already exist; another config of that name raises
+        AlreadyExistsError."""
+        self._core.create_table(config)
+
+    def open_table(self, name):
+        """The TableConfig of an existing table; NotFoundError if absent."""
+        return self._core.open_table(name)
+
+    def set_consistency(self, table, consistency, staleness=None):
+        """Changes a table's policy (ConsistencyConfig) and staleness
+        treatment (StalenessConfig, default: none) on every shard."""
+        if staleness is None:
+            staleness = _taups.StalenessConfig()
+        self._core.set_consistency(table, consistency, staleness)
+
+    def stats(self, table):
+        """What every shard measured for `table`: list of TableShardStats."""
+        return self._core.stats(table)
+
+    # --- dense tables ---
+    def pull_dense(self, table, out):
+        """Reads the whole table into `out` (float32, table-size elements,
+        any shape). Returns a PullInfo."""
+        return self._core.pull_dense(table, as_numpy(out, "out"))
+
+    def push_dense(self, table, grad, basis=None):
+        """Sends a gradient for the whole table. Its staleness is measured
+        against this worker's last pull of the table, or against `basis` (a
+        PullInfo). Returns a PushResult (accepted, tau per shard)."""
+        return self._core.push_dense(table, as_numpy(grad, "grad"), basis)
+
+    # --- sparse tables ---
+    def pull_sparse(self, table, keys, out):
+        """Reads the rows of `keys` (any shape) into `out`, of shape
+        keys.shape + (dim,). Missing rows are created by the table's
+        initializer. Returns a PullInfo."""
+        return self._core.pull_sparse(table, as_numpy(keys, "keys"),
+                                      as_numpy(out, "out"))
+
+    def push_sparse(self, table, keys, grads, basis=None):
+        """Sends gradients for the rows of `keys`; `grads` has the shape
+        keys.shape + (dim,). Gradients of repeated keys are summed. Returns
+        a PushResult."""
+        return self._core.push_sparse(table, as_numpy(keys, "keys"),
+                                      as_numpy(grads, "grads"), basis)

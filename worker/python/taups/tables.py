@@ -1,0 +1,60 @@
+"""Table configurations in one call, with enum fields given by name."""
+
+from taups import _taups
+
+
+def _enum(enum_type, value, what):
+    if isinstance(value, enum_type):
+        return value
+    members = enum_type.__members__
+    if isinstance(value, str) and value.upper() in members:
+        return members[value.upper()]
+    names = ", ".join(name.lower() for name in members)
+    raise ValueError(f"{what}: {value!r} is not one of {names}")
+
+
+def _configure(config, optimizer, learning_rate, initializer, init_scale,
+               init_seed, consistency):
+    config.optimizer.kind = _enum(_taups.Optimizer, optimizer, "optimizer")
+    config.optimizer.learning_rate = learning_rate
+    config.initializer.kind = _enum(_taups.Initializer, initializer,
+                                    "initializer")
+    config.initializer.scale = init_scale
+    config.initializer.seed = init_seed
+    if consistency is not None:
+        config.consistency = consistency
+    config.validate()
+    return config
+
+
+def dense_table(name, size, *, optimizer="sgd", learning_rate=0.01,
+                initializer="zeros", init_scale=0.0, init_seed=0,
+                consistency=None):
+    """A dense table of `size` float32 values, split over the shards.
+
+    optimizer: sgd, adagrad, momentum, adam or ftrl (the other optimizer
+    settings keep their defaults; change them on the returned config's
+    .optimizer). initializer: zeros, uniform (U(-init_scale, init_scale)) or
+    normal (N(0, init_scale^2)). consistency: a ConsistencyConfig, default
+    async.
+    """
+    return _configure(_taups.TableConfig.dense(name, size), optimizer,
+                      learning_rate, initializer, init_scale, init_seed,
+                      consistency)
+
+
+def sparse_table(name, dim, *, optimizer="sgd", learning_rate=0.01,
+                 initializer="zeros", init_scale=0.0, init_seed=0,
+                 consistency=None, max_rows=0, admit_after=0):
+    """A sparse table: uint64 key -> row of `dim` float32 values.
+
+    Rows are created on first touch by the initializer (deterministic in the
+    seed, table and key). max_rows > 0 bounds the rows per shard (LRU
+    eviction); admit_after > 1 gives a key a row only on its admit_after-th
+    sighting. Other arguments as in dense_table.
+    """
+    config = _taups.TableConfig.sparse(name, dim)
+    config.sparse_max_rows = max_rows
+    config.sparse_admit_after = admit_after
+    return _configure(config, optimizer, learning_rate, initializer,
+                      init_scale, init_seed, consistency)
