@@ -12,6 +12,12 @@ void ToWire(const TableConfig& config, v1::TableConfig* wire) {
   wire->set_dim(config.dim);
   wire->set_sparse_max_rows(config.sparse_max_rows);
   wire->set_sparse_admit_after(config.sparse_admit_after);
+  wire->set_sparse_max_bytes(config.sparse_max_bytes);
+  wire->set_sparse_eviction(config.sparse_eviction == SparseEvictionKind::kLfu
+                                ? v1::SPARSE_EVICTION_LFU
+                                : v1::SPARSE_EVICTION_LRU);
+  wire->set_sparse_ttl_s(config.sparse_ttl_s);
+  wire->set_sparse_admit_probability(config.sparse_admit_probability);
   auto* opt = wire->mutable_optimizer();
   switch (config.optimizer.kind) {
     case OptimizerKind::kSgd: opt->set_kind(v1::OPTIMIZER_SGD); break;
@@ -149,6 +155,24 @@ absl::StatusOr<TableConfig> FromWire(const v1::TableConfig& wire) {
   config.dim = wire.dim();
   config.sparse_max_rows = wire.sparse_max_rows();
   config.sparse_admit_after = wire.sparse_admit_after();
+  config.sparse_max_bytes = wire.sparse_max_bytes();
+  switch (wire.sparse_eviction()) {
+    case v1::SPARSE_EVICTION_LRU:
+      config.sparse_eviction = SparseEvictionKind::kLru;
+      break;
+    case v1::SPARSE_EVICTION_LFU:
+      config.sparse_eviction = SparseEvictionKind::kLfu;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("table '", wire.name(), "': unknown sparse eviction ",
+                       static_cast<int>(wire.sparse_eviction())));
+  }
+  config.sparse_ttl_s = wire.sparse_ttl_s();
+  // Unset (proto3 default 0) means "admit every key".
+  config.sparse_admit_probability = wire.sparse_admit_probability() == 0.0f
+                                        ? 1.0f
+                                        : wire.sparse_admit_probability();
   switch (wire.optimizer().kind()) {
     case v1::OPTIMIZER_SGD: config.optimizer.kind = OptimizerKind::kSgd; break;
     case v1::OPTIMIZER_ADAGRAD:

@@ -4,6 +4,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cmath>
 #include <mutex>
 #include <thread>
 
@@ -81,8 +82,14 @@ void LogStats(const ParameterStore& store) {
         t.rejected, t.downweighted, t.late, steps, live, stats.workers.size(),
         info.config.kind == TableKind::kSparse
             ? absl::StrCat(" rows=", info.sparse_rows, " evicted=",
-                           info.sparse_evictions, " refused=",
-                           info.sparse_refused)
+                           info.sparse_evictions, " ttl_expired=",
+                           info.sparse_ttl_expired, " refused=",
+                           info.sparse_refused, " bytes=", info.sparse_bytes,
+                           t.row_tau.count() == 0
+                               ? std::string()
+                               : absl::StrCat(" row_tau_mean=",
+                                              std::round(t.row_tau.mean() * 100) / 100,
+                                              " row_tau_max=", t.row_tau.max()))
             : std::string());
   }
 }
