@@ -156,6 +156,38 @@ TAUPS_HOST_DEVICE bool RanksAbove(float a, uint32_t ia, float b, uint32_t ib) {
   return ia < ib;
 }
 
+// The same order as an unsigned sort key, for radix sorts: (a, ia) ranks
+// above (b, ib) exactly when (TopKSortKey(a), ia) < (TopKSortKey(b), ib).
+// Every NaN maps to 0; other values to the complement of their magnitude's
+// bits, which for non-negative floats order like the values themselves.
+TAUPS_HOST_DEVICE uint32_t TopKSortKey(float x) {
+  const uint32_t magnitude = FloatBits(x) & 0x7fffffffu;
+  return magnitude > 0x7f800000u ? 0u : ~magnitude;
+}
+
+// Neither NaN nor infinite; by bits, so host and device agree.
+TAUPS_HOST_DEVICE bool IsFinite(float x) {
+  return (FloatBits(x) & 0x7fffffffu) < 0x7f800000u;
+}
+
+// What a decoder accepts as the step of an integer-codec bucket, and as the
+// magnitude of a sign bucket (-0 included, as `magnitude < 0` is false).
+TAUPS_HOST_DEVICE bool IsValidStep(float step) {
+  return IsFinite(step) && step > 0.0f;
+}
+TAUPS_HOST_DEVICE bool IsValidSignMagnitude(float magnitude) {
+  return IsFinite(magnitude) && !(magnitude < 0.0f);
+}
+
+// The sign codec's bit: set for negative non-zero values (-0 sends +).
+TAUPS_HOST_DEVICE bool SignBitOf(float x) {
+  return (FloatBits(x) >> 31) != 0u && x != 0.0f;
+}
+
+TAUPS_HOST_DEVICE float SignValue(bool negative, float magnitude) {
+  return negative ? -magnitude : magnitude;
+}
+
 }  // namespace taups::codec_math
 
 #endif  // TAUPS_COMMON_CODEC_MATH_H_
