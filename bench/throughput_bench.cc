@@ -25,6 +25,7 @@
 #include "absl/time/clock.h"
 #include "bench/bench_cluster.h"
 #include "bench/byte_size.h"
+#include "bench/compressed_push_bench.h"
 #include "bench/dense_bench.h"
 #include "bench/machine_info.h"
 #include "bench/raw_transfer_client.h"
@@ -43,7 +44,10 @@ ABSL_FLAG(int, trials, 1,
           "work.");
 ABSL_FLAG(std::vector<std::string>, sections,
           std::vector<std::string>({"dense", "sparse"}),
-          "Which tables to produce: dense, sparse, or both.");
+          "Which tables to produce: dense, sparse, compressed (one dense "
+          "push per codec; not in the default set).");
+ABSL_FLAG(std::string, compressed_bytes, "16MiB",
+          "compressed: float32 size of the gradient pushed with each codec.");
 ABSL_FLAG(
     std::vector<std::string>, dense_sizes,
     std::vector<std::string>({"4KiB", "64KiB", "1MiB", "4MiB", "16MiB"}),
@@ -284,6 +288,23 @@ absl::Status Run() {
         format,
         "Dense tables: PushDense / PullDense of the whole table (float32)",
         table);
+  }
+  if (Wants("compressed")) {
+    CompressedPushBenchConfig compressed;
+    ASSIGN_OR_RETURN(compressed.gradient_bytes,
+                     ParseByteSize(absl::GetFlag(FLAGS_compressed_bytes)));
+    compressed.measure = measure;
+    compressed.slice_bytes = slice_bytes;
+    compressed.table_prefix = prefix;
+    std::fprintf(stderr, "compressed:\n");
+    ASSIGN_OR_RETURN(ReportTable table, RunCompressedPushBench(
+                                            compressed, clusters, setup.raw.get()));
+    PrintTable(format,
+               absl::StrCat("Compressed pushes: PushDense of a ",
+                            FormatBytes(compressed.gradient_bytes),
+                            " float32 gradient with each codec (encode + "
+                            "transfer + server decode and apply)"),
+               table);
   }
   if (Wants("sparse")) {
     sparse.table_prefix = prefix;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -175,19 +176,54 @@ absl::Status DecodeValues(const char* in, uint64_t m, CodecKind codec,
   return bad("not a value codec");
 }
 
-// Indices of the k highest-ranked values (codec_math::RanksAbove), ascending.
+// Indices of the k highest-ranked values (codec_math::RanksAbove: NaN first,
+// then larger magnitude, then lower index), ascending. Finds the k-th largest
+// magnitude with nth_element on a copy of the magnitudes, then keeps every
+// value above it and the lowest-indexed ones equal to it: the same set as
+// sorting by RanksAbove, without sorting indices.
 std::vector<uint32_t> SelectTopK(absl::Span<const float> values, uint64_t k) {
-  std::vector<uint32_t> order(values.size());
-  std::iota(order.begin(), order.end(), 0u);
-  auto above = [&](uint32_t a, uint32_t b) {
-    return cm::RanksAbove(values[a], a, values[b], b);
-  };
-  if (k < order.size()) {
-    std::nth_element(order.begin(), order.begin() + k, order.end(), above);
-    order.resize(k);
+  const size_t n = values.size();
+  std::vector<uint32_t> kept;
+  kept.reserve(k);
+  if (k == 0) return kept;
+  for (size_t i = 0; i < n && kept.size() < k; ++i) {
+    if (std::isnan(values[i])) kept.push_back(static_cast<uint32_t>(i));
   }
-  std::sort(order.begin(), order.end());
-  return order;
+  if (kept.size() == k || kept.size() == n) {
+    return kept;  // ascending already
+  }
+  const uint64_t wanted = k - kept.size();
+  std::vector<float> magnitudes;
+  magnitudes.reserve(n);
+  for (float v : values) {
+    if (!std::isnan(v)) magnitudes.push_back(std::fabs(v));
+  }
+  std::nth_element(magnitudes.begin(), magnitudes.begin() + (wanted - 1),
+                   magnitudes.end(), std::greater<float>());
+  const float cut = magnitudes[wanted - 1];
+  uint64_t above = 0;
+  for (float m : magnitudes) above += m > cut;
+  uint64_t ties_left = wanted - above;
+  std::vector<uint32_t> chosen;
+  chosen.reserve(k);
+  size_t nan_pos = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float m = std::fabs(values[i]);
+    bool keep;
+    if (std::isnan(values[i])) {
+      keep = nan_pos < kept.size() && kept[nan_pos] == i;
+      nan_pos += keep;
+    } else if (m > cut) {
+      keep = true;
+    } else if (m == cut && ties_left > 0) {
+      keep = true;
+      --ties_left;
+    } else {
+      keep = false;
+    }
+    if (keep) chosen.push_back(static_cast<uint32_t>(i));
+  }
+  return chosen;
 }
 
 }  // namespace

@@ -313,6 +313,33 @@ TEST_CASE("top-k keeps exactly the largest magnitudes, lower index on ties") {
   CHECK(nonzero == 100);
 }
 
+TEST_CASE("top-k selects the same set as a full sort by rank") {
+  std::mt19937 rng(45);
+  for (int trial = 0; trial < 200; ++trial) {
+    const uint64_t n = 1 + rng() % 3000;
+    std::vector<float> v(n);
+    // Few distinct magnitudes, both signs, some NaN: many ties at the cut.
+    for (float& x : v) {
+      x = static_cast<float>(static_cast<int>(rng() % 9) - 4) * 0.25f;
+      if (rng() % 97 == 0) x = NAN;
+    }
+    CodecOptions o = Options(CodecKind::kTopK);
+    o.topk_count = 1 + rng() % n;
+    std::string block;
+    REQUIRE(EncodeBlock(v, o, 0, &block).ok());
+    std::vector<uint32_t> got(o.topk_count);
+    std::memcpy(got.data(), block.data() + 32, 4 * got.size());
+    std::vector<uint32_t> order(n);
+    for (uint32_t i = 0; i < n; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return codec_math::RanksAbove(v[a], a, v[b], b);
+    });
+    order.resize(o.topk_count);
+    std::sort(order.begin(), order.end());
+    REQUIRE(got == order);
+  }
+}
+
 TEST_CASE("top-k with quantized values sends fewer bytes and bounded values") {
   const std::vector<float> v = RandomValues(4000, 43);
   CodecOptions o = Options(CodecKind::kTopK, 64);

@@ -60,6 +60,7 @@ absl::StatusOr<TrainingSummary> RunMlpTraining(Client& client,
   const TableConfig config = MlpTableConfig(options);
   RETURN_IF_ERROR(EnsureTable(client, config, options.create_tables,
                               options.table_wait));
+  RETURN_IF_ERROR(client.SetCompression(config.name, options.compression));
   ASSIGN_OR_RETURN(ShardSampler sampler,
                    ShardSampler::Create(train.num_examples, options.worker_id,
                                         options.num_workers, options.seed));
@@ -113,8 +114,10 @@ absl::StatusOr<TrainingSummary> RunMlpTraining(Client& client,
     absl::StatusOr<PushResult> pushed =
         client.PushDense(config.name, grad, &*pulled);
     if (!pushed.ok()) return WithContext(pushed.status(), where + ": PushDense");
-    client.Clock();  // step done: advances this worker's clock
-    progress.RecordPush(*pushed);
+    if (!pushed->deferred) {  // accumulated gradients count as one step
+      client.Clock();  // step done: advances this worker's clock
+      progress.RecordPush(*pushed);
+    }
     progress.RecordStep(batch, stats.mean_loss);
     window_correct += stats.correct;
     window_examples += stats.examples;
@@ -157,6 +160,9 @@ absl::StatusOr<TrainingSummary> RunMlpTraining(Client& client,
   summary.rejected_pushes = progress.tau().rejected();
   summary.pull_wait_ms = absl::ToDoubleMilliseconds(progress.mean_pull_wait());
   summary.test_accuracy = eval.accuracy();
+  ASSIGN_OR_RETURN(TransferCounters transfers, client.Transfers(config.name));
+  summary.push_raw_bytes = transfers.push_raw_bytes;
+  summary.push_wire_bytes = transfers.push_wire_bytes;
   return summary;
 }
 

@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "taups/compression.h"
 #include "taups/table_config.h"
 #include "worker/trainer/fashion_mnist.h"
 
@@ -31,6 +33,9 @@ inline constexpr float kMinLrDecayFactor = 0.05f;
 // Batch sizes used when TrainerOptions::batch_size is 0.
 inline constexpr int kDefaultMlpBatchSize = 64;
 inline constexpr int kDefaultCtrBatchSize = 256;
+// ctr defaults (see TrainerOptions).
+inline constexpr int kDefaultCtrEmbeddingDim = 16;
+inline constexpr int64_t kDefaultCtrExamples = 1000000;
 
 struct TrainerOptions {
   ModelKind model = ModelKind::kMlp;
@@ -58,6 +63,22 @@ struct TrainerOptions {
   // must pass the same; they are part of the table config).
   ConsistencyConfig consistency;
   StalenessConfig staleness;
+  // Worker-side compression of the dense table's pushes and pulls (mlp; ctr
+  // uses its codecs for every table but error feedback and accumulation only
+  // for the dense one). With accumulate_steps > 1 the worker's clock moves
+  // once per push actually sent.
+  CompressionConfig compression;
+  // ctr only. Width of every embedding row (and of the bottom MLP's output).
+  int embedding_dim = kDefaultCtrEmbeddingDim;
+  // Size of the synthetic training set; worker w of W trains on the examples
+  // i < ctr_examples with i % W == w, reshuffled every epoch.
+  int64_t ctr_examples = kDefaultCtrExamples;
+  // Hidden-layer widths of the DLRM's bottom and top MLPs.
+  std::vector<int> ctr_bottom_mlp = {32};
+  std::vector<int> ctr_top_mlp = {64};
+  // Steps between evaluations on the eval set; 0 = only when an epoch over
+  // this worker's shard ends and after the last step (both happen anyway).
+  int64_t eval_every = 0;
   // Straggler demonstration: after computing each step's gradient, stall for
   // (slowdown - 1) times the time the computation took. 1 = no stall.
   double slowdown = 1.0;

@@ -39,12 +39,28 @@ std::string TrainingSummary::ToJson() const {
   add("excess_logloss", excess_logloss);
   add("auc", auc);
   add("planted_auc", planted_auc);
+  add("constant_logloss", constant_logloss);
+  add("epochs", epochs);
   absl::StrAppend(&json, ",\"final_loss\":", Number(final_loss),
                   ",\"samples_per_sec\":", Number(samples_per_sec),
                   ",\"tau_mean\":", Number(tau_mean), ",\"tau_max\":", tau_max,
                   ",\"rejected_pushes\":", rejected_pushes,
-                  ",\"pull_wait_ms\":", Number(pull_wait_ms), "}");
-  return json;
+                  ",\"pull_wait_ms\":", Number(pull_wait_ms),
+                  ",\"push_raw_bytes\":", push_raw_bytes,
+                  ",\"push_wire_bytes\":", push_wire_bytes);
+  if (!evals.empty()) {
+    absl::StrAppend(&json, ",\"evals\":[");
+    for (size_t i = 0; i < evals.size(); ++i) {
+      const CtrEvalRecord& e = evals[i];
+      absl::StrAppend(&json, i > 0 ? "," : "", "{\"step\":", e.step,
+                      ",\"epoch\":", Number(e.epoch),
+                      ",\"logloss\":", Number(e.logloss),
+                      ",\"excess_logloss\":", Number(e.excess_logloss),
+                      ",\"auc\":", Number(e.auc), "}");
+    }
+    absl::StrAppend(&json, "]");
+  }
+  return json + "}";
 }
 
 }  // namespace taups::trainer

@@ -7,8 +7,18 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace taups::trainer {
+
+// One evaluation of a ctr model during training.
+struct CtrEvalRecord {
+  int64_t step = 0;     // steps this worker had done
+  double epoch = 0.0;   // passes over this worker's shard of the training set
+  double logloss = 0.0;
+  double excess_logloss = 0.0;  // logloss - planted (Bayes) logloss
+  double auc = 0.0;
+};
 
 struct TrainingSummary {
   std::string model;   // "mlp" | "ctr"
@@ -21,6 +31,9 @@ struct TrainingSummary {
   uint64_t tau_max = 0;
   int64_t rejected_pushes = 0;  // shard answers with accepted=false
   double pull_wait_ms = 0.0;    // mean time per pull, waits included
+  // Gradient bytes pushed (all tables): float32 size, and as sent.
+  uint64_t push_raw_bytes = 0;
+  uint64_t push_wire_bytes = 0;
   // mlp
   std::optional<double> test_accuracy;
   // ctr
@@ -29,8 +42,12 @@ struct TrainingSummary {
   std::optional<double> excess_logloss;
   std::optional<double> auc;
   std::optional<double> planted_auc;
+  std::optional<double> constant_logloss;  // best constant predictor
+  std::optional<double> epochs;            // passes over the worker's shard
+  std::vector<CtrEvalRecord> evals;        // in step order; last = final
 
-  // One line of JSON, no trailing newline; optional fields only when set.
+  // One line of JSON, no trailing newline; optional fields only when set,
+  // "evals" (an array of objects) only when not empty.
   // Non-finite numbers are written as null.
   std::string ToJson() const;
 };

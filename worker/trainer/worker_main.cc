@@ -28,6 +28,7 @@
 #include "worker/trainer/math_backend.h"
 #include "worker/trainer/mlp_trainer.h"
 #include "worker/trainer/trainer_options.h"
+#include "worker/tools/compression_flags.h"
 #include "worker/tools/policy_flags.h"
 
 ABSL_FLAG(std::string, servers, "",
@@ -98,6 +99,7 @@ absl::StatusOr<TrainerOptions> OptionsFromFlags() {
   options.consistency = policy.consistency;
   options.staleness = policy.staleness;
   options.lr_decay = absl::GetFlag(FLAGS_lr_decay);
+  ASSIGN_OR_RETURN(options.compression, CompressionFromFlags());
   RETURN_IF_ERROR(options.Validate());
   return options;
 }
