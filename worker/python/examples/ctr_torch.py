@@ -20,14 +20,21 @@ tensor that the forward pass reads).
 
 At the end it evaluates on a held-out set and prints one JSON line on stdout
 with the AUC (computed here in numpy), the planted model's AUC on the same
-examples (the ceiling) and the log-loss. With the defaults, against one
-local ps_server, it takes about 10 s on two CPU cores and reaches
-AUC ~0.76 (planted: ~0.79); the CTest test requires --min_auc=0.72.
+examples (the ceiling) and the log-loss.
 
-    PYTHONPATH=build/python python3 worker/python/examples/ctr_torch.py \
-        --servers=127.0.0.1:7000 --min_auc=0.72
+Measured with the defaults (200k training examples, 2 epochs, batch 256,
+seed 1) against one local ps_server on two CPU cores: AUC 0.8015 against the
+planted 0.829, in about 10 s of training (seeds 2-5: AUC 0.79-0.83, always
+0.03 below the planted AUC; an untrained model scores about 0.5). The CTest
+test (python_ctr_example_test) requires AUC >= 0.76 and at most 0.06 below
+the planted AUC:
 
-Exits 2 if the AUC is below --min_auc.
+    PYTHONPATH=build/python /usr/bin/python3 \
+        worker/python/examples/ctr_torch.py --servers=127.0.0.1:7000 \
+        --min_auc=0.76 --max_auc_gap=0.06
+
+Exits 2 if the AUC is below --min_auc or more than --max_auc_gap below the
+planted model's.
 """
 
 import argparse
@@ -54,7 +61,7 @@ def parse_args():
                         "(default: $TAUPS_SERVERS)")
     p.add_argument("--worker_id", type=int, default=0)
     p.add_argument("--table", default="ctr_torch_embeddings")
-    p.add_argument("--train_examples", type=int, default=60000)
+    p.add_argument("--train_examples", type=int, default=200000)
     p.add_argument("--test_examples", type=int, default=20000)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch_size", type=int, default=256)
@@ -67,6 +74,9 @@ def parse_args():
     p.add_argument("--log_every", type=int, default=100)
     p.add_argument("--min_auc", type=float, default=0.0,
                    help="exit 2 if the held-out AUC is below this")
+    p.add_argument("--max_auc_gap", type=float, default=1.0,
+                   help="exit 2 if the AUC is further than this below the "
+                        "planted model's")
     args = p.parse_args()
     if not args.servers:
         p.error("--servers (or $TAUPS_SERVERS) is required")
@@ -222,10 +232,10 @@ def main():
     torch.manual_seed(args.seed)
     started = time.monotonic()
     planted = PlantedClicks(args.seed)
-    data_rng = np.random.default_rng(args.seed + 2)
-    train_data = planted.sample(args.train_examples, data_rng)
+    train_data = planted.sample(args.train_examples,
+                                np.random.default_rng(args.seed + 2))
     test_ids, test_dense, test_labels, test_planted = planted.sample(
-        args.test_examples, data_rng)
+        args.test_examples, np.random.default_rng(args.seed + 3))
 
     with taups.Client(args.servers.split(","),
                       worker_id=args.worker_id) as client:
@@ -252,11 +262,16 @@ def main():
         "seconds": round(time.monotonic() - started, 1),
     }
     print(json.dumps(summary), flush=True)
+    failures = []
     if summary["auc"] < args.min_auc:
-        print(f"FAIL: AUC {summary['auc']} below --min_auc={args.min_auc}",
-              file=sys.stderr)
-        return 2
-    return 0
+        failures.append(f"AUC {summary['auc']} below --min_auc={args.min_auc}")
+    if summary["planted_auc"] - summary["auc"] > args.max_auc_gap:
+        failures.append(f"AUC {summary['auc']} more than --max_auc_gap="
+                        f"{args.max_auc_gap} below the planted "
+                        f"{summary['planted_auc']}")
+    for failure in failures:
+        print(f"FAIL: {failure}", file=sys.stderr)
+    return 2 if failures else 0
 
 
 if __name__ == "__main__":

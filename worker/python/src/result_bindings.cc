@@ -15,6 +15,8 @@ namespace py = pybind11;
 namespace taups::python {
 namespace {
 
+const char* PyBool(bool b) { return b ? "True" : "False"; }
+
 std::vector<uint64_t> TouchedTaus(const PushResult& r) {
   std::vector<uint64_t> taus;
   for (const ShardPushResult& s : r.shards) {
@@ -65,8 +67,8 @@ void BindPush(py::module_& m) {
       .def_readonly("new_version", &ShardPushResult::new_version)
       .def_readonly("reject_reason", &ShardPushResult::reject_reason)
       .def("__repr__", [](const ShardPushResult& s) {
-        return absl::StrCat("ShardPushResult(touched=", s.touched,
-                            ", accepted=", s.accepted, ", tau=", s.tau,
+        return absl::StrCat("ShardPushResult(touched=", PyBool(s.touched),
+                            ", accepted=", PyBool(s.accepted), ", tau=", s.tau,
                             ", new_version=", s.new_version, ")");
       });
   py::class_<PushResult>(m, "PushResult", "Every shard's answer to a push.")
@@ -79,7 +81,7 @@ void BindPush(py::module_& m) {
       .def_property_readonly("taus", &TouchedTaus,
                              "tau of each touched shard, in shard order")
       .def("__repr__", [](const PushResult& r) {
-        return absl::StrCat("PushResult(all_accepted=", r.all_accepted(),
+        return absl::StrCat("PushResult(all_accepted=", PyBool(r.all_accepted()),
                             ", taus=[", absl::StrJoin(TouchedTaus(r), ", "),
                             "])");
       });

@@ -1,0 +1,36 @@
+# CTest tests of the Python bindings, included from tests/CMakeLists.txt
+# (where testing is enabled). Each runs against a fresh ps_server started by
+# with_ps_server.sh. Nothing is registered when the bindings were not built;
+# the torch tests need torch in the bindings' interpreter.
+if(NOT TARGET taups_python)
+  return()
+endif()
+get_target_property(taups_python_exe taups_python TAUPS_PYTHON_EXECUTABLE)
+get_target_property(taups_python_path taups_python TAUPS_PYTHON_PATH)
+get_target_property(taups_python_torch taups_python TAUPS_PYTHON_HAS_TORCH)
+set(taups_python_dir ${PROJECT_SOURCE_DIR}/worker/python)
+
+# taups_add_python_test(<name> <script> [args...])
+function(taups_add_python_test name)
+  add_test(NAME ${name}
+    COMMAND ${taups_python_dir}/tests/with_ps_server.sh $<TARGET_FILE:ps_server>
+            ${taups_python_exe} ${ARGN})
+  set_tests_properties(${name} PROPERTIES
+    LABELS integration
+    TIMEOUT 180
+    ENVIRONMENT "PYTHONPATH=${taups_python_path};PYTHONDONTWRITEBYTECODE=1")
+endfunction()
+
+taups_add_python_test(python_binding_test
+  ${taups_python_dir}/tests/test_binding.py)
+if(taups_python_torch)
+  taups_add_python_test(python_torch_test
+    ${taups_python_dir}/tests/test_torch_tensors.py)
+  # The bound is stated in the example's docstring and README.md.
+  taups_add_python_test(python_ctr_example_test
+    ${taups_python_dir}/examples/ctr_torch.py --log_every=500
+    --min_auc=0.76 --max_auc_gap=0.06)
+else()
+  message(STATUS "tauPS: python_torch_test and python_ctr_example_test "
+                 "skipped: ${taups_python_exe} has no torch (python3-torch)")
+endif()
