@@ -181,6 +181,8 @@ grpc::Status ParameterServerService::PullDense(
     if (!encoded.ok()) return ToGrpcStatus(encoded);
     response->set_encoded(true);
   }
+  traffic_.CountPull(request->table(), out.size() * sizeof(float),
+                     response->values().size());
   response->set_version(pulled->version);
   response->set_step(pulled->step);
   response->set_server_incarnation(incarnation_);
@@ -206,11 +208,16 @@ grpc::Status ParameterServerService::PushDense(
   absl::StatusOr<absl::Span<const float>> gradient =
       GradientFromWire(request->gradient(), request->encoded(), max_elements,
                        &scratch, "PushDense gradient");
-  if (!gradient.ok()) return ToGrpcStatus(gradient.status());
+  if (!gradient.ok()) {
+    if (request->encoded()) traffic_.CountBadBlock(request->table());
+    return ToGrpcStatus(gradient.status());
+  }
   absl::StatusOr<PushOutcome> outcome = store_->PushDense(
       request->table(), request->offset(), *gradient,
       MetaFromWire(*request, request->slices_in_push()));
   if (!outcome.ok()) return ToGrpcStatus(outcome.status());
+  traffic_.CountPush(request->table(), gradient->size() * sizeof(float),
+                     request->gradient().size(), request->encoded());
   OutcomeToWire(*outcome, incarnation_, response);
   return grpc::Status::OK;
 }
@@ -260,6 +267,8 @@ grpc::Status ParameterServerService::PullSparse(
     if (!encoded.ok()) return ToGrpcStatus(encoded);
     response->set_encoded(true);
   }
+  traffic_.CountPull(request->table(), out.size() * sizeof(float),
+                     response->values().size());
   response->set_version(pulled->version);
   response->set_step(pulled->step);
   response->set_server_incarnation(incarnation_);
@@ -287,7 +296,10 @@ grpc::Status ParameterServerService::PushSparse(
   absl::StatusOr<absl::Span<const float>> gradients = GradientFromWire(
       request->gradients(), request->encoded(), max_elements,
       &gradient_scratch, "PushSparse gradients");
-  if (!gradients.ok()) return ToGrpcStatus(gradients.status());
+  if (!gradients.ok()) {
+    if (request->encoded()) traffic_.CountBadBlock(request->table());
+    return ToGrpcStatus(gradients.status());
+  }
   std::vector<uint64_t> base_scratch;
   absl::StatusOr<absl::Span<const uint64_t>> row_bases = ViewAs<uint64_t>(
       request->row_base_versions(), &base_scratch, "PushSparse row_base_versions");
@@ -297,6 +309,8 @@ grpc::Status ParameterServerService::PushSparse(
   absl::StatusOr<PushOutcome> outcome =
       store_->PushSparse(request->table(), *keys, *gradients, meta);
   if (!outcome.ok()) return ToGrpcStatus(outcome.status());
+  traffic_.CountPush(request->table(), gradients->size() * sizeof(float),
+                     request->gradients().size(), request->encoded());
   OutcomeToWire(*outcome, incarnation_, response);
   if (!row_bases->empty()) {
     RowTauToWire(*outcome, request->return_row_taus(), response);
@@ -378,6 +392,13 @@ grpc::Status ParameterServerService::Stats(grpc::ServerContext*,
     }
     DistributionToWire(table.tau, t->mutable_tau());
     t->set_pushes(table.pushes);
+    const TableTraffic traffic = traffic_.Of(info.config.name);
+    t->set_push_raw_bytes(traffic.push_raw_bytes);
+    t->set_push_wire_bytes(traffic.push_wire_bytes);
+    t->set_encoded_pushes(traffic.encoded_pushes);
+    t->set_bad_blocks(traffic.bad_blocks);
+    t->set_pull_raw_bytes(traffic.pull_raw_bytes);
+    t->set_pull_wire_bytes(traffic.pull_wire_bytes);
     t->set_rejected(table.rejected);
     t->set_downweighted(table.downweighted);
     t->set_nonfinite_rejected(stats.nonfinite_rejections);

@@ -9,6 +9,7 @@
 
 #include "ps.grpc.pb.h"
 #include "server/parameter_store.h"
+#include "server/wire_traffic.h"
 
 namespace taups {
 
@@ -43,6 +44,7 @@ class ParameterServerService final : public v1::ParameterServer::Service {
  private:
   ParameterStore* const store_;
   const uint64_t incarnation_;
+  WireTraffic traffic_;
 };
 
 }  // namespace taups

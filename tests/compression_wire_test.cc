@@ -87,6 +87,19 @@ TEST_CASE("an encoded dense push applies exactly the decoded values") {
     CHECK(transfers->push_raw_bytes == 4 * n);
     CHECK(transfers->push_wire_bytes == expected_wire);
     CHECK(transfers->pull_wire_bytes == 4 * n);
+
+    // The shards counted the same bytes arriving.
+    auto stats = client->Stats(table);
+    REQUIRE(stats.ok());
+    uint64_t shard_raw = 0, shard_wire = 0, encoded = 0;
+    for (const TableShardStats& s : *stats) {
+      shard_raw += s.push_raw_bytes;
+      shard_wire += s.push_wire_bytes;
+      encoded += s.encoded_pushes;
+    }
+    CHECK(shard_raw == 4 * n);
+    CHECK(shard_wire == expected_wire);
+    CHECK(encoded == 2);
   }
 }
 
@@ -308,6 +321,11 @@ TEST_CASE("malformed blocks get INVALID_ARGUMENT and leave the table as it was")
     CHECK(stub->PullDense(&context, request, &response).error_code() ==
           grpc::StatusCode::INVALID_ARGUMENT);
   }
+
+  auto stats = client->Stats("w");
+  REQUIRE(stats.ok());
+  CHECK((*stats)[0].bad_blocks == 7);
+  CHECK((*stats)[0].encoded_pushes == 0);
 
   std::vector<float> after(n);
   auto info = client->PullDense("w", absl::MakeSpan(after));

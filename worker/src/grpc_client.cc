@@ -346,6 +346,12 @@ absl::StatusOr<std::vector<TableShardStats>> GrpcClient::Stats(
         out->pushes = t.pushes();
         out->rejected = t.rejected();
         out->downweighted = t.downweighted();
+        out->push_raw_bytes = t.push_raw_bytes();
+        out->push_wire_bytes = t.push_wire_bytes();
+        out->pull_raw_bytes = t.pull_raw_bytes();
+        out->pull_wire_bytes = t.pull_wire_bytes();
+        out->encoded_pushes = t.encoded_pushes();
+        out->bad_blocks = t.bad_blocks();
         out->late = t.late_pushes();
         out->tau_mean = t.tau().mean();
         out->tau_p50 = t.tau().p50();
@@ -360,6 +366,18 @@ absl::StatusOr<std::vector<TableShardStats>> GrpcClient::Stats(
         out->live_workers = r->live_workers();
         out->dead_workers = r->dead_workers();
         out->lease_expirations = r->lease_expirations();
+        const v1::TableInfo& info = t.info();
+        out->sparse_rows = info.sparse_rows();
+        out->sparse_evictions = info.sparse_evictions();
+        out->sparse_ttl_expired = info.sparse_ttl_expired();
+        out->sparse_refused = info.sparse_refused();
+        out->sparse_bytes = info.sparse_bytes();
+        out->sparse_row_limit = info.sparse_row_limit();
+        out->row_tau_count = info.sparse_row_tau().count();
+        out->row_tau_mean = info.sparse_row_tau().mean();
+        out->row_tau_p50 = info.sparse_row_tau().p50();
+        out->row_tau_p99 = info.sparse_row_tau().p99();
+        out->row_tau_max = info.sparse_row_tau().max();
         for (const v1::WorkerStats& w : t.workers()) {
           WorkerShardStats& ws = out->workers.emplace_back();
           ws.worker_id = w.worker_id();

@@ -52,6 +52,24 @@ absl::Status PrintStats(Client& client, const std::string& table) {
           s.steps_closed, s.timeout_closes, s.step_wait_p50_s,
           s.step_wait_p99_s, s.step_wait_max_s, s.last_straggler);
     }
+    if (s.sparse_rows > 0 || s.sparse_row_limit > 0 || s.row_tau_count > 0) {
+      std::printf(
+          "  sparse rows %lu (limit %lu, %lu bytes), evicted %lu, ttl expired "
+          "%lu, refused %lu; per-row tau over %lu rows: mean %.2f p50 %.0f "
+          "p99 %.0f max %.0f\n",
+          s.sparse_rows, s.sparse_row_limit, s.sparse_bytes, s.sparse_evictions,
+          s.sparse_ttl_expired, s.sparse_refused, s.row_tau_count,
+          s.row_tau_mean, s.row_tau_p50, s.row_tau_p99, s.row_tau_max);
+    }
+    if (s.push_raw_bytes > 0 || s.pull_raw_bytes > 0) {
+      std::printf(
+          "  bytes pushed %lu on the wire for %lu float32 (%.3f), %lu encoded "
+          "pushes, %lu malformed blocks refused; pulled %lu for %lu (%.3f)\n",
+          s.push_wire_bytes, s.push_raw_bytes,
+          s.push_raw_bytes ? double(s.push_wire_bytes) / s.push_raw_bytes : 0.0,
+          s.encoded_pushes, s.bad_blocks, s.pull_wire_bytes, s.pull_raw_bytes,
+          s.pull_raw_bytes ? double(s.pull_wire_bytes) / s.pull_raw_bytes : 0.0);
+    }
     for (const WorkerShardStats& w : s.workers) {
       std::printf(
           "  worker %-4u %-4s clock %-7lu seen %.1fs ago  pushes %-7lu tau "

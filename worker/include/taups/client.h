@@ -75,6 +75,14 @@ struct ClientOptions {
   absl::Status Validate() const;
 };
 
+// What a sparse pull returns besides the rows.
+struct SparsePullOptions {
+  // Also return every key's row version (PullInfo::row_versions). A
+  // PushSparse whose basis is this pull (explicit, or the last pull of the
+  // table) then sends them back and gets each row's tau.
+  bool row_versions = false;
+};
+
 // What a pull read: the table version on each shard it touched.
 struct PullInfo {
   std::vector<uint64_t> shard_versions;  // indexed by shard; 0 where untouched
@@ -85,6 +93,13 @@ struct PullInfo {
   uint64_t step = 0;
   // Time the pull spent, including any wait for the table's policy.
   absl::Duration elapsed;
+  // Sparse pulls with SparsePullOptions::row_versions, in the caller's key
+  // order: the keys pulled, and each key's row version, the number of
+  // updates applied to that row on its shard since the row was created. A
+  // row that was evicted or expired and comes back is created anew and
+  // restarts at version 0; a key not admitted yet reads 0. Empty otherwise.
+  std::vector<uint64_t> row_keys;
+  std::vector<uint64_t> row_versions;
 };
 
 struct ShardPushResult {
@@ -94,6 +109,13 @@ struct ShardPushResult {
   float lr_factor = 1.0f;
   uint64_t new_version = 0;
   std::string reject_reason;
+  // Sparse pushes with row versions (see PushResult::row_taus): the rows
+  // this shard measured (keys with a row and a known base), their mean and
+  // largest tau, and how many were evicted or expired since the pull.
+  uint64_t row_tau_rows = 0;
+  double row_tau_mean = 0;
+  uint64_t row_tau_max = 0;
+  uint64_t row_tau_reborn = 0;
 };
 
 struct PushResult {
@@ -104,6 +126,18 @@ struct PushResult {
   bool all_accepted() const;
   uint64_t max_tau() const;
   double mean_tau() const;  // over touched shards
+  // Sparse pushes whose basis pull had row versions: per-row tau = the
+  // row's version when the push reached it minus the version the pull read,
+  // one per key in the caller's key order (duplicate keys share their
+  // row's). kUnknownRowVersion for a key the basis did not pull; 0 for a
+  // key without a row (not admitted). A row evicted or expired since the
+  // pull was re-created at version 0: its tau counts only the new row's
+  // updates (and ShardPushResult::row_tau_reborn counts it). Measured
+  // atomically with the update for async and ssp tables, on arrival for
+  // sync and semi-sync ones. Empty when no row versions were sent.
+  std::vector<uint64_t> row_taus;
+  uint64_t max_row_tau() const;   // over the rows measured on every shard
+  double mean_row_tau() const;    // same; 0 when none
 };
 
 // What this worker moved for one table: raw = float32 bytes of the values,
@@ -140,6 +174,11 @@ struct TableShardStats {
   uint64_t rejected = 0;
   uint64_t downweighted = 0;
   uint64_t late = 0;
+  // Tensor bytes that reached / left this shard (all workers): float32 size
+  // and as they travelled; encoded blocks received and refused.
+  uint64_t push_raw_bytes = 0, push_wire_bytes = 0;
+  uint64_t pull_raw_bytes = 0, pull_wire_bytes = 0;
+  uint64_t encoded_pushes = 0, bad_blocks = 0;
   double tau_mean = 0, tau_p50 = 0, tau_p99 = 0, tau_max = 0;
   uint64_t steps_closed = 0;
   uint64_t timeout_closes = 0;
@@ -149,6 +188,19 @@ struct TableShardStats {
   uint32_t dead_workers = 0;
   uint64_t lease_expirations = 0;
   std::vector<WorkerShardStats> workers;
+  // Sparse tables: rows held, rows evicted to stay under the limit, rows
+  // expired after the ttl idle, touches of keys not admitted yet, bytes the
+  // rows' storage holds and the row limit in force (0 = none).
+  uint64_t sparse_rows = 0;
+  uint64_t sparse_evictions = 0;
+  uint64_t sparse_ttl_expired = 0;
+  uint64_t sparse_refused = 0;
+  uint64_t sparse_bytes = 0;
+  uint64_t sparse_row_limit = 0;
+  // Sparse tables: per-row tau of every push that carried row versions,
+  // one value per row measured.
+  uint64_t row_tau_count = 0;
+  double row_tau_mean = 0, row_tau_p50 = 0, row_tau_p99 = 0, row_tau_max = 0;
 };
 
 class Client {
@@ -221,8 +273,21 @@ class Client {
   virtual absl::StatusOr<PullInfo> PullSparse(absl::string_view table,
                                               absl::Span<const uint64_t> keys,
                                               absl::Span<float> rows) = 0;
+  // The same, returning what `options` asks for too (row versions). The
+  // default implementation serves only the default options.
+  virtual absl::StatusOr<PullInfo> PullSparse(absl::string_view table,
+                                              absl::Span<const uint64_t> keys,
+                                              absl::Span<float> rows,
+                                              const SparsePullOptions& options) {
+    if (options.row_versions) {
+      return absl::UnimplementedError("this client has no row versions");
+    }
+    return PullSparse(table, keys, rows);
+  }
   // `gradients` holds keys.size() * dim floats. Duplicate keys are merged
-  // (their gradients summed) before sending.
+  // (their gradients summed) before sending. When the basis pull (`basis`,
+  // or else this client's last pull of the table) returned row versions,
+  // they are sent back and the result holds per-row tau (row_taus).
   virtual absl::StatusOr<PushResult> PushSparse(
       absl::string_view table, absl::Span<const uint64_t> keys,
       absl::Span<const float> gradients, const PullInfo* basis = nullptr) = 0;
