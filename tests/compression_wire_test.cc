@@ -12,6 +12,7 @@
 #include <random>
 
 #include "common/codec.h"
+#include "common/error_feedback.h"
 #include "common/shard_map.h"
 #include "ps.grpc.pb.h"
 #include "tests/inproc_cluster.h"
@@ -232,6 +233,62 @@ TEST_CASE("sparse rows travel encoded both ways, one bucket per row") {
         absl::StatusCode::kInvalidArgument);
   CHECK(client->SetCompression("nope", CompressionConfig{}).code() ==
         absl::StatusCode::kNotFound);
+}
+
+// A SliceEncoder over host memory, as a GPU one would encode on the device.
+class HostSliceEncoder final : public SliceEncoder {
+ public:
+  explicit HostSliceEncoder(std::vector<float> gradient)
+      : gradient_(std::move(gradient)), feedback_(gradient_.size()) {}
+  uint64_t size() const override { return gradient_.size(); }
+  absl::Status EncodeSlice(uint64_t offset, uint64_t count,
+                           const CodecOptions& options, bool error_feedback,
+                           std::string* block) override {
+    ++slices_;
+    absl::Span<const float> part = absl::MakeSpan(gradient_).subspan(offset, count);
+    return error_feedback ? feedback_.EncodeRange(part, offset, options, block)
+                          : EncodeBlock(part, options, offset, block);
+  }
+  int slices() const { return slices_; }
+
+ private:
+  std::vector<float> gradient_;
+  ErrorFeedback feedback_;
+  int slices_ = 0;
+};
+
+TEST_CASE("a self-encoding gradient pushes exactly like a host one") {
+  InProcessCluster cluster(2);
+  auto client = cluster.Connect(0, /*slice_bytes=*/4096);
+  const uint64_t n = 5000;
+  CompressionConfig config;
+  config.push.codec = CodecKind::kInt4;
+  config.push.bucket_size = 64;
+  config.error_feedback = true;
+  for (const char* table : {"host", "encoder"}) {
+    REQUIRE(client->CreateTable(DenseSgd(table, n)).ok());
+    REQUIRE(client->SetCompression(table, config).ok());
+  }
+  HostSliceEncoder encoder(RandomGradient(n, 23));
+  for (int push = 0; push < 3; ++push) {
+    const std::vector<float> g = RandomGradient(n, 23);
+    REQUIRE(client->PushDense("host", g).ok());
+    auto pushed = client->PushDenseWith("encoder", encoder);
+    REQUIRE(pushed.ok());
+    REQUIRE(pushed->all_accepted());
+  }
+  CHECK(encoder.slices() >= 3 * 5);  // 4 KiB slices: several per shard
+  std::vector<float> a(n), b(n);
+  REQUIRE(client->PullDense("host", absl::MakeSpan(a)).ok());
+  REQUIRE(client->PullDense("encoder", absl::MakeSpan(b)).ok());
+  CHECK(a == b);
+  HostSliceEncoder wrong_size(std::vector<float>(n + 1, 0.0f));
+  CHECK(client->PushDenseWith("host", wrong_size).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  config.accumulate_steps = 2;
+  REQUIRE(client->SetCompression("encoder", config).ok());
+  CHECK(client->PushDenseWith("encoder", encoder).status().code() ==
+        absl::StatusCode::kInvalidArgument);
 }
 
 // --- the server's refusals --------------------------------------------------

@@ -127,11 +127,24 @@ std::future<absl::StatusOr<PullInfo>> GrpcClient::PullDenseAsync(
 std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseAsync(
     absl::string_view table, absl::Span<const float> gradient,
     const PullInfo* basis) {
+  return PushDenseImpl(table, gradient, nullptr, basis);
+}
+
+absl::StatusOr<PushResult> GrpcClient::PushDenseWith(absl::string_view table,
+                                                     SliceEncoder& encoder,
+                                                     const PullInfo* basis) {
+  return PushDenseImpl(table, {}, &encoder, basis).get();
+}
+
+std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseImpl(
+    absl::string_view table, absl::Span<const float> gradient,
+    SliceEncoder* encoder, const PullInfo* basis) {
   auto meta = Meta(table);
   if (!meta.ok()) return Ready<PushResult>(meta.status());
   const TableConfig& config = (*meta)->config;
-  if (config.kind != TableKind::kDense || gradient.size() != config.dense_size) {
-    return Ready<PushResult>(SizeMismatch(config, gradient.size()));
+  const uint64_t size = encoder != nullptr ? encoder->size() : gradient.size();
+  if (config.kind != TableKind::kDense || size != config.dense_size) {
+    return Ready<PushResult>(SizeMismatch(config, size));
   }
   std::string name(table);
   const std::vector<uint64_t> base = BaseVersions(name, basis);
@@ -141,6 +154,11 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseAsync(
   }
   std::shared_ptr<TableCompression> compression = CompressionOf(name);
   const CompressionConfig& compress = compression->config();
+  if (encoder != nullptr && compress.accumulate_steps > 1) {
+    return Ready<PushResult>(absl::InvalidArgumentError(absl::StrCat(
+        "table '", name, "' accumulates gradients (accumulate_steps ",
+        compress.accumulate_steps, "): push them from host memory")));
+  }
   std::vector<float> accumulated;
   if (compress.accumulate_steps > 1) {
     std::optional<std::vector<float>> sum = compression->Accumulate(gradient);
@@ -154,8 +172,9 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseAsync(
     accumulated = std::move(*sum);
     gradient = accumulated;
   }
-  const bool encode =
-      compress.push.codec != CodecKind::kNone || compress.error_feedback;
+  const bool encode = encoder != nullptr ||
+                      compress.push.codec != CodecKind::kNone ||
+                      compress.error_feedback;
   std::vector<std::string> blocks;
   if (encode) {
     std::vector<std::pair<uint64_t, uint64_t>> parts;
@@ -163,7 +182,8 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseAsync(
       parts.emplace_back(slice.offset, slice.count);
     }
     absl::StatusOr<std::vector<std::string>> encoded =
-        compression->EncodeDense(gradient, parts);
+        encoder != nullptr ? compression->EncodeDenseWith(*encoder, parts)
+                           : compression->EncodeDense(gradient, parts);
     if (!encoded.ok()) return Ready<PushResult>(encoded.status());
     blocks = std::move(*encoded);
   }
@@ -232,7 +252,7 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseAsync(
           fan->Report(status);
         });
   }
-  compression->CountPush(gradient.size() * sizeof(float), wire_bytes);
+  compression->CountPush(size * sizeof(float), wire_bytes);
   return future;
 }
 

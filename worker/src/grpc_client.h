@@ -22,6 +22,7 @@
 #include "taups/client.h"
 #include "worker/src/delayed_runner.h"
 #include "worker/src/retrying_call.h"
+#include "worker/src/row_version_basis.h"
 #include "worker/src/shard_router.h"
 #include "worker/src/table_compression.h"
 
@@ -62,10 +63,17 @@ class GrpcClient final : public Client {
   std::future<absl::StatusOr<PushResult>> PushDenseAsync(
       absl::string_view table, absl::Span<const float> gradient,
       const PullInfo* basis) override;
+  absl::StatusOr<PushResult> PushDenseWith(absl::string_view table,
+                                          SliceEncoder& encoder,
+                                          const PullInfo* basis) override;
 
   absl::StatusOr<PullInfo> PullSparse(absl::string_view table,
                                       absl::Span<const uint64_t> keys,
                                       absl::Span<float> rows) override;
+  absl::StatusOr<PullInfo> PullSparse(absl::string_view table,
+                                      absl::Span<const uint64_t> keys,
+                                      absl::Span<float> rows,
+                                      const SparsePullOptions& options) override;
   absl::StatusOr<PushResult> PushSparse(absl::string_view table,
                                         absl::Span<const uint64_t> keys,
                                         absl::Span<const float> gradients,
@@ -81,12 +89,23 @@ class GrpcClient final : public Client {
 
   absl::StatusOr<std::shared_ptr<const TableMeta>> Meta(absl::string_view name);
   std::shared_ptr<const TableMeta> Remember(const TableConfig& config);
+  // PushDenseAsync and PushDenseWith: exactly one of `gradient` (a span of
+  // the table's size) and `encoder` is used.
+  std::future<absl::StatusOr<PushResult>> PushDenseImpl(
+      absl::string_view table, absl::Span<const float> gradient,
+      SliceEncoder* encoder, const PullInfo* basis);
   // The table's compression state; a default one (no codec) on first use.
   std::shared_ptr<TableCompression> CompressionOf(const std::string& table);
   // Base versions for a push: `basis` if given, else the last pull's.
   std::vector<uint64_t> BaseVersions(const std::string& table,
                                      const PullInfo* basis);
   void RecordPull(const std::string& table, const PullInfo& info);
+  // Keeps a sparse pull's row versions for the next push of `table` that
+  // names no basis (forgets them when the pull had none).
+  void RecordRowVersions(const std::string& table, const PullInfo& info);
+  // The row versions of the last pull of `table`, or null for none.
+  std::shared_ptr<const RowVersionBasis> LastRowVersions(
+      const std::string& table);
   // Tracks the shard's incarnation; true if it changed since last seen.
   bool NoteIncarnation(uint32_t shard, uint64_t incarnation);
   v1::PushOrigin NextOrigin();
@@ -152,6 +171,9 @@ class GrpcClient final : public Client {
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::vector<uint64_t>> last_pulled_
       ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<const RowVersionBasis>>
+      last_row_versions_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> any_row_versions_{false};  // last_row_versions_ non-empty
   absl::flat_hash_map<std::string, std::shared_ptr<TableCompression>>
       compression_ ABSL_GUARDED_BY(mu_);
   // Declared last: destroyed first, so pending retries finish while the

@@ -60,6 +60,21 @@ absl::StatusOr<std::vector<std::string>> TableCompression::EncodeDense(
   return blocks;
 }
 
+absl::StatusOr<std::vector<std::string>> TableCompression::EncodeDenseWith(
+    SliceEncoder& encoder,
+    absl::Span<const std::pair<uint64_t, uint64_t>> parts) {
+  const CodecOptions options = OptionsFor(NextPushIndex());
+  std::vector<std::string> blocks(parts.size());
+  absl::MutexLock lock(&mu_);  // one push at a time through the residual
+  for (size_t i = 0; i < parts.size(); ++i) {
+    absl::Status status = encoder.EncodeSlice(parts[i].first, parts[i].second,
+                                              options, config_.error_feedback,
+                                              &blocks[i]);
+    if (!status.ok()) return status;
+  }
+  return blocks;
+}
+
 absl::Status TableCompression::EncodeRows(absl::Span<const float> rows,
                                           uint32_t dim, uint64_t push_index,
                                           std::string* block) const {

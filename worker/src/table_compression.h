@@ -46,6 +46,11 @@ class TableCompression {
       absl::Span<const float> gradient,
       absl::Span<const std::pair<uint64_t, uint64_t>> parts);
 
+  // The same through a SliceEncoder (error feedback is the encoder's).
+  absl::StatusOr<std::vector<std::string>> EncodeDenseWith(
+      SliceEncoder& encoder,
+      absl::Span<const std::pair<uint64_t, uint64_t>> parts);
+
   // Encodes one shard's merged sparse rows (rows of `dim` values); a bucket
   // size of 0 makes each row its own bucket.
   absl::Status EncodeRows(absl::Span<const float> rows, uint32_t dim,

@@ -92,6 +92,23 @@ struct CompressionConfig {
   absl::Status Validate() const;
 };
 
+// A gradient the client cannot read directly (say, one in GPU memory), which
+// encodes its own slices: Client::PushDenseWith asks it for one block per
+// slice the push travels in. cuda/device_gradient.h has the CUDA one.
+class SliceEncoder {
+ public:
+  virtual ~SliceEncoder() = default;
+  // Elements in the whole gradient (the dense table's size).
+  virtual uint64_t size() const = 0;
+  // Encodes elements [offset, offset + count) with `options` (numbering
+  // them from `offset` for stochastic rounding) into `block`, exactly as
+  // taups::EncodeBlock would; with `error_feedback`, adds this range's
+  // residual first and keeps what encoding lost, as ErrorFeedback does.
+  virtual absl::Status EncodeSlice(uint64_t offset, uint64_t count,
+                                   const CodecOptions& options,
+                                   bool error_feedback, std::string* block) = 0;
+};
+
 // The top-k ratio in force for push number `push_index` (0-based) under the
 // warm-up schedule: start * (target / start)^((i + 1) / warmup) for
 // i < warmup, the target afterwards.

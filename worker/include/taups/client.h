@@ -267,6 +267,14 @@ class Client {
       absl::string_view table, absl::Span<const float> gradient,
       const PullInfo* basis = nullptr) = 0;
 
+  // A dense push whose gradient encodes itself (a SliceEncoder, e.g. one in
+  // GPU memory), with the table's push codec and error-feedback setting
+  // (codec none sends float32 blocks). INVALID_ARGUMENT when the encoder's
+  // size is not the table's or the table accumulates (accumulate_steps > 1).
+  virtual absl::StatusOr<PushResult> PushDenseWith(
+      absl::string_view table, SliceEncoder& encoder,
+      const PullInfo* basis = nullptr) = 0;
+
   // Sparse tables. Keys in any order; duplicates allowed. `rows` receives
   // keys.size() * dim floats, row i for keys[i]. Missing rows are created on
   // the server by the table's initializer.
