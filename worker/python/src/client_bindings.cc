@@ -142,8 +142,10 @@ void BindClient(py::module_& m) {
            py::arg("connect_timeout_s") = 30.0,
            py::arg("register_worker") = true, py::arg("lease_s") = 0.0,
            py::arg("max_attempts") = 8, py::arg("worker_incarnation") = 0)
-      .def_property_readonly(
-          "num_shards", [](const ClientCore& c) { return c.get()->num_shards(); })
+      .def_property_readonly("num_shards",
+                             [](const ClientCore& c) {
+                               return c.get()->num_shards();
+                             })
       .def_property_readonly(
           "worker_id", [](const ClientCore& c) { return c.get()->worker_id(); })
       .def_property_readonly(

@@ -81,9 +81,9 @@ void BindPush(py::module_& m) {
       .def_property_readonly("taus", &TouchedTaus,
                              "tau of each touched shard, in shard order")
       .def("__repr__", [](const PushResult& r) {
-        return absl::StrCat("PushResult(all_accepted=", PyBool(r.all_accepted()),
-                            ", taus=[", absl::StrJoin(TouchedTaus(r), ", "),
-                            "])");
+        return absl::StrCat("PushResult(all_accepted=",
+                            PyBool(r.all_accepted()), ", taus=[",
+                            absl::StrJoin(TouchedTaus(r), ", "), "])");
       });
 }
 

@@ -7,6 +7,7 @@
         client.create_table(taups.dense_table("w", 1000, learning_rate=0.1))
         w = np.empty(1000, np.float32)
         client.pull_dense("w", w)        # fills w in place
+        grad = np.ones(1000, np.float32)  # ... from the model
         result = client.push_dense("w", grad)
         print(result.all_accepted, result.taus)
         client.clock()                   # one step done

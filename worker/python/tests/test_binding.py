@@ -172,7 +172,8 @@ class BindingTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"shape \(2, 4\) does not fit"):
             c.pull_sparse("sparse_check", keys, np.zeros((2, 4), np.float32))
         with self.assertRaisesRegex(ValueError, r"shape \(3, 4\) does not fit"):
-            c.push_sparse("sparse_check", keys[:2], np.zeros((3, 4), np.float32))
+            c.push_sparse("sparse_check", keys[:2],
+                          np.zeros((3, 4), np.float32))
         with self.assertRaises(taups.InvalidArgumentError):  # dim is 4, not 5
             c.pull_sparse("sparse_check", keys, np.zeros((3, 5), np.float32))
         with self.assertRaises(taups.InvalidArgumentError):
