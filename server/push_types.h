@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "taups/table_config.h"  // kUnknownRowVersion
+
 namespace taups {
 
 // Who sent a push. `seq` increases per (worker_id, worker_incarnation).
@@ -14,10 +16,6 @@ struct PushOrigin {
   uint64_t worker_incarnation = 0;
   uint64_t seq = 0;
 };
-
-// A sparse push's row base version for a key whose version the pusher does
-// not know: that row gets no per-row tau.
-inline constexpr uint64_t kUnknownRowVersion = UINT64_MAX;
 
 // Per-row staleness of one sparse push that carried row base versions. A
 // row's tau is its version now minus the version its gradient was computed

@@ -29,4 +29,23 @@ double PushResult::mean_tau() const {
   return touched == 0 ? 0.0 : sum / touched;
 }
 
+uint64_t PushResult::max_row_tau() const {
+  uint64_t tau = 0;
+  for (const ShardPushResult& s : shards) {
+    if (s.touched && s.row_tau_rows > 0) tau = std::max(tau, s.row_tau_max);
+  }
+  return tau;
+}
+
+double PushResult::mean_row_tau() const {
+  double sum = 0;
+  uint64_t rows = 0;
+  for (const ShardPushResult& s : shards) {
+    if (!s.touched) continue;
+    sum += s.row_tau_mean * static_cast<double>(s.row_tau_rows);
+    rows += s.row_tau_rows;
+  }
+  return rows == 0 ? 0.0 : sum / static_cast<double>(rows);
+}
+
 }  // namespace taups

@@ -31,6 +31,35 @@ absl::Status CheckSparse(const TableConfig& config, size_t keys,
 absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
                                                 absl::Span<const uint64_t> keys,
                                                 absl::Span<float> rows) {
+  return PullSparse(table, keys, rows, SparsePullOptions());
+}
+
+void GrpcClient::RecordRowVersions(const std::string& table,
+                                   const PullInfo& info) {
+  if (info.row_versions.empty() && !any_row_versions_.load()) return;
+  absl::MutexLock lock(&mu_);
+  if (info.row_versions.empty()) {
+    last_row_versions_.erase(table);
+  } else {
+    auto basis = std::make_shared<RowVersionBasis>();
+    basis->keys = info.row_keys;
+    basis->versions = info.row_versions;
+    last_row_versions_[table] = std::move(basis);
+  }
+  any_row_versions_.store(!last_row_versions_.empty());
+}
+
+std::shared_ptr<const RowVersionBasis> GrpcClient::LastRowVersions(
+    const std::string& table) {
+  if (!any_row_versions_.load()) return nullptr;
+  absl::MutexLock lock(&mu_);
+  auto it = last_row_versions_.find(table);
+  return it == last_row_versions_.end() ? nullptr : it->second;
+}
+
+absl::StatusOr<PullInfo> GrpcClient::PullSparse(
+    absl::string_view table, absl::Span<const uint64_t> keys,
+    absl::Span<float> rows, const SparsePullOptions& options) {
   auto meta = Meta(table);
   if (!meta.ok()) return meta.status();
   const TableConfig& config = (*meta)->config;
@@ -41,12 +70,15 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
   struct State {
     absl::Mutex mu;
     PullInfo info;
+    std::vector<uint64_t> row_versions;  // each callback fills its positions
     std::promise<absl::Status> done;
   };
   auto state = std::make_shared<State>();
   state->info.shard_versions.assign(shards_.size(), 0);
   state->info.shard_touched.assign(shards_.size(), false);
   if (keys.empty()) return state->info;
+  const bool with_versions = options.row_versions;
+  if (with_versions) state->row_versions.assign(keys.size(), 0);
 
   const absl::Time start = absl::Now();
   const std::vector<ShardKeys> groups = GroupKeysByShard(keys, num_shards());
@@ -64,6 +96,7 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
     PackInto<uint64_t>(groups[s].keys, request.mutable_keys());
     request.set_worker_id(options_.worker_id);
     request.set_clock(clock_.load());
+    request.set_with_row_versions(with_versions);
     if (compression->config().pull != CodecKind::kNone) {
       request.set_pull_codec(static_cast<v1::Codec>(compression->config().pull));
       request.set_pull_bucket_size(compression->config().pull_bucket_size);
@@ -76,7 +109,7 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
            std::function<void(grpc::Status)> cb) {
           stub->async()->PullSparse(ctx, req, resp, std::move(cb));
         },
-        [this, s, group, fan, state, rows, dim, compression](
+        [this, s, group, fan, state, rows, dim, compression, with_versions](
             const absl::Status& status, v1::PullSparseResponse* response) {
           if (!status.ok()) return fan->Report(status);
           const size_t row_bytes = size_t{dim} * sizeof(float);
@@ -101,6 +134,19 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
             std::memcpy(rows.data() + size_t{request_index} * dim,
                         src + size_t{key_index} * row_bytes, row_bytes);
           }
+          if (with_versions) {
+            const std::string& versions = response->row_versions();
+            if (versions.size() != group->keys.size() * sizeof(uint64_t)) {
+              return fan->Report(absl::InternalError(absl::StrCat(
+                  "shard ", s, " returned ", versions.size(),
+                  " bytes of row versions for ", group->keys.size(), " rows")));
+            }
+            for (const auto& [request_index, key_index] : group->positions) {
+              std::memcpy(&state->row_versions[request_index],
+                          versions.data() + size_t{key_index} * sizeof(uint64_t),
+                          sizeof(uint64_t));
+            }
+          }
           const bool restarted =
               NoteIncarnation(s, response->server_incarnation());
           {
@@ -119,8 +165,13 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
   absl::MutexLock lock(&state->mu);
   PullInfo info = state->info;
   info.elapsed = absl::Now() - start;
+  if (with_versions) {
+    info.row_keys.assign(keys.begin(), keys.end());
+    info.row_versions = std::move(state->row_versions);
+  }
   CatchUp(info.step);
   RecordPull(name, info);
+  RecordRowVersions(name, info);
   return info;
 }
 
@@ -151,6 +202,26 @@ absl::StatusOr<PushResult> GrpcClient::PushSparse(
   const std::vector<ShardKeys> groups = GroupKeysByShard(keys, num_shards());
   const std::vector<std::vector<float>> merged =
       MergeSparseGradients(groups, gradients, config.dim);
+  // Row versions of the basis pull go back with the push: per-row tau.
+  std::shared_ptr<const RowVersionBasis> last_rows;
+  absl::Span<const uint64_t> pulled_keys, pulled_versions;
+  if (basis != nullptr) {
+    pulled_keys = basis->row_keys;
+    pulled_versions = basis->row_versions;
+  } else if ((last_rows = LastRowVersions(name)) != nullptr) {
+    pulled_keys = last_rows->keys;
+    pulled_versions = last_rows->versions;
+  }
+  if (pulled_keys.size() != pulled_versions.size()) {
+    return absl::InvalidArgumentError(
+        "basis.row_keys and basis.row_versions differ in length");
+  }
+  const bool with_rows = !pulled_versions.empty();
+  std::vector<std::vector<uint64_t>> row_bases;
+  if (with_rows) {
+    row_bases = RowBasesByShard(groups, keys, pulled_keys, pulled_versions);
+    state->result.row_taus.assign(keys.size(), kUnknownRowVersion);
+  }
   size_t calls = 0;
   for (const ShardKeys& g : groups) calls += g.keys.empty() ? 0 : 1;
   auto fan = std::make_shared<FanIn>(
@@ -191,6 +262,11 @@ absl::StatusOr<PushResult> GrpcClient::PushSparse(
     request.set_base_version(base[s]);
     request.set_clock(clock_.load());
     request.set_push_norm_sq(norm_sq);
+    if (with_rows) {
+      PackInto<uint64_t>(row_bases[s], request.mutable_row_base_versions());
+      request.set_return_row_taus(true);
+    }
+    const ShardKeys* group = &groups[s];
     Call<v1::PushSparseRequest, v1::PushResponse>(
         s, std::move(request),
         [](Stub* stub, grpc::ClientContext* ctx,
@@ -198,8 +274,8 @@ absl::StatusOr<PushResult> GrpcClient::PushSparse(
            std::function<void(grpc::Status)> cb) {
           stub->async()->PushSparse(ctx, req, resp, std::move(cb));
         },
-        [this, s, fan, state](const absl::Status& status,
-                              v1::PushResponse* response) {
+        [this, s, fan, state, group, with_rows](const absl::Status& status,
+                                                v1::PushResponse* response) {
           if (status.ok()) {
             NoteIncarnation(s, response->server_incarnation());
             absl::MutexLock lock(&state->mu);
@@ -210,6 +286,23 @@ absl::StatusOr<PushResult> GrpcClient::PushSparse(
             r.lr_factor = response->lr_factor();
             r.new_version = response->new_version();
             r.reject_reason = response->reject_reason();
+            if (with_rows) {
+              r.row_tau_rows = response->row_tau_rows();
+              r.row_tau_mean = response->row_tau_mean();
+              r.row_tau_max = response->row_tau_max();
+              r.row_tau_reborn = response->row_tau_reborn();
+              const std::string& taus = response->row_taus();
+              if (taus.size() != group->keys.size() * sizeof(uint64_t)) {
+                return fan->Report(absl::InternalError(absl::StrCat(
+                    "shard ", s, " returned ", taus.size(),
+                    " bytes of row tau for ", group->keys.size(), " rows")));
+              }
+              for (const auto& [request_index, key_index] : group->positions) {
+                std::memcpy(&state->result.row_taus[request_index],
+                            taus.data() + size_t{key_index} * sizeof(uint64_t),
+                            sizeof(uint64_t));
+              }
+            }
           }
           fan->Report(status);
         });

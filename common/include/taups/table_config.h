@@ -199,6 +199,11 @@ absl::Status ParseDownweightKind(absl::string_view text, DownweightKind* out);
 absl::Status ParseSparseEvictionKind(absl::string_view text,
                                      SparseEvictionKind* out);
 
+// A sparse row version (or per-row tau) nobody knows: sent as the base of a
+// key its pusher did not pull with row versions, and returned as that key's
+// tau. Never a real version.
+inline constexpr uint64_t kUnknownRowVersion = UINT64_MAX;
+
 // Limits that keep one request or table from exhausting a shard.
 inline constexpr uint64_t kMaxDenseTableSize = uint64_t{1} << 34;  // 64 GiB fp32
 inline constexpr uint32_t kMaxSparseDim = 4096;
