@@ -29,6 +29,10 @@ void BindEnums(py::module_& m) {
       .value("ZEROS", InitializerKind::kZeros)
       .value("UNIFORM", InitializerKind::kUniform)
       .value("NORMAL", InitializerKind::kNormal);
+  py::enum_<SparseEvictionKind>(m, "SparseEviction",
+                                "Which row a full sparse shard evicts.")
+      .value("LRU", SparseEvictionKind::kLru)
+      .value("LFU", SparseEvictionKind::kLfu);
   py::enum_<ConsistencyKind>(m, "Consistency")
       .value("ASYNC", ConsistencyKind::kAsync)
       .value("SYNC", ConsistencyKind::kSync)
@@ -141,7 +145,12 @@ void BindTableConfig(py::module_& m) {
       .def_readwrite("dense_size", &TableConfig::dense_size)
       .def_readwrite("dim", &TableConfig::dim)
       .def_readwrite("sparse_max_rows", &TableConfig::sparse_max_rows)
+      .def_readwrite("sparse_max_bytes", &TableConfig::sparse_max_bytes)
+      .def_readwrite("sparse_eviction", &TableConfig::sparse_eviction)
+      .def_readwrite("sparse_ttl_s", &TableConfig::sparse_ttl_s)
       .def_readwrite("sparse_admit_after", &TableConfig::sparse_admit_after)
+      .def_readwrite("sparse_admit_probability",
+                     &TableConfig::sparse_admit_probability)
       .def_readwrite("optimizer", &TableConfig::optimizer)
       .def_readwrite("initializer", &TableConfig::initializer)
       .def_readwrite("consistency", &TableConfig::consistency)

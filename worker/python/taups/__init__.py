@@ -34,6 +34,7 @@ from taups._taups import (
     PullInfo,
     PushResult,
     ShardPushResult,
+    SparseEviction,
     StalenessConfig,
     StatusError,
     TableConfig,

@@ -45,16 +45,23 @@ def dense_table(name, size, *, optimizer="sgd", learning_rate=0.01,
 
 def sparse_table(name, dim, *, optimizer="sgd", learning_rate=0.01,
                  initializer="zeros", init_scale=0.0, init_seed=0,
-                 consistency=None, max_rows=0, admit_after=0):
+                 consistency=None, max_rows=0, max_bytes=0, eviction="lru",
+                 ttl_s=0.0, admit_after=0, admit_probability=1.0):
     """A sparse table: uint64 key -> row of `dim` float32 values.
 
     Rows are created on first touch by the initializer (deterministic in the
-    seed, table and key). max_rows > 0 bounds the rows per shard (LRU
-    eviction); admit_after > 1 gives a key a row only on its admit_after-th
-    sighting. Other arguments as in dense_table.
+    seed, table and key). Bounded memory per shard (see table_config.h):
+    max_rows / max_bytes > 0 cap the rows, evicted by `eviction` (lru or
+    lfu); ttl_s > 0 expires untouched rows; admit_after > 1 gives a key a row
+    only on its admit_after-th sighting, admit_probability < 1 admits a new
+    key with that probability. Other arguments as in dense_table.
     """
     config = _taups.TableConfig.sparse(name, dim)
     config.sparse_max_rows = max_rows
+    config.sparse_max_bytes = max_bytes
+    config.sparse_eviction = _enum(_taups.SparseEviction, eviction, "eviction")
+    config.sparse_ttl_s = ttl_s
     config.sparse_admit_after = admit_after
+    config.sparse_admit_probability = admit_probability
     return _configure(config, optimizer, learning_rate, initializer,
                       init_scale, init_seed, consistency)

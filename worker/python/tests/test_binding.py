@@ -115,6 +115,10 @@ class BindingTest(unittest.TestCase):
         np.testing.assert_array_equal(out[0], -lr * (grads[0] + grads[2]))
         np.testing.assert_array_equal(out[1], -lr * grads[1])
         np.testing.assert_array_equal(out[2], np.zeros(4))  # born by zeros
+        stats = self.client.stats("sparse_sgd")[0]
+        self.assertEqual(stats.pushes, 1)
+        self.assertGreaterEqual(stats.sparse_rows, 2)  # 5 and 7 at least
+        self.assertEqual(stats.push_raw_bytes, 2 * 4 * 4)  # 2 rows after merge
 
         # Keys of any shape; int64 keys name the same rows as uint64 ones.
         grid = np.array([[7, 5], [9, 7]], np.int64)
@@ -196,7 +200,8 @@ class BindingTest(unittest.TestCase):
     def test_tables_and_configs(self):
         c = self.client
         config = taups.sparse_table("sparse_cfg", 8, optimizer="adagrad",
-                                    learning_rate=0.05, max_rows=1000)
+                                    learning_rate=0.05, max_rows=1000,
+                                    eviction="lfu")
         c.create_table(config)
         c.create_table(config)  # identical: fine
         self.assertEqual(c.open_table("sparse_cfg"), config)
@@ -205,6 +210,7 @@ class BindingTest(unittest.TestCase):
         self.assertEqual(opened.dim, 8)
         self.assertEqual(opened.optimizer.kind, taups.Optimizer.ADAGRAD)
         self.assertEqual(opened.sparse_max_rows, 1000)
+        self.assertEqual(opened.sparse_eviction, taups.SparseEviction.LFU)
         other = taups.sparse_table("sparse_cfg", 16)
         with self.assertRaises(taups.AlreadyExistsError) as caught:
             c.create_table(other)
