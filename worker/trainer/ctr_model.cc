@@ -1,92 +1,125 @@
 #include "worker/trainer/ctr_model.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/trainer/binary_metrics.h"
 #include "worker/trainer/deterministic_rng.h"
 
 namespace taups::trainer {
+namespace {
 
-uint64_t EmbeddingKey(int field, uint32_t id) {
-  return Mix64((static_cast<uint64_t>(field) << 32) ^ id ^
-               0x43545220656d6200ULL);
-}
+constexpr int kMaxInputs = 64;
+constexpr int kMaxEmbeddingDim = 1024;
+constexpr size_t kMaxHiddenLayers = 8;
 
-CtrModel::CtrModel(CtrModelShape shape, MathBackend* backend)
-    : shape_(shape), backend_(backend) {}
-
-absl::Status CtrModel::Forward(absl::Span<const float> dense,
-                               absl::Span<const float> x, int batch) {
-  if (dense.size() != shape_.num_dense_params()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("CTR model expects ", shape_.num_dense_params(),
-                     " dense parameters, got ", dense.size()));
-  }
-  const int in = shape_.input(), hid = shape_.hidden;
-  if (batch <= 0 || x.size() != static_cast<size_t>(batch) * in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("CTR model: batch ", batch, " needs ",
-                     static_cast<size_t>(batch) * in, " inputs, got ", x.size()));
-  }
-  const float* w1 = dense.data() + shape_.w1_offset();
-  const float* b1 = dense.data() + shape_.b1_offset();
-  const float* w2 = dense.data() + shape_.w2_offset();
-  const float b2 = dense[shape_.b2_offset()];
-  hidden_.resize(static_cast<size_t>(batch) * hid);
-  logits_.resize(batch);
-  RETURN_IF_ERROR(backend_->Sgemm(Transpose::kNo, Transpose::kNo, batch, hid,
-                                  in, 1.0f, x.data(), in, w1, hid, 0.0f,
-                                  hidden_.data(), hid));
-  for (int i = 0; i < batch; ++i) {
-    float* h = hidden_.data() + static_cast<size_t>(i) * hid;
-    float z = b2;
-    for (int j = 0; j < hid; ++j) {
-      h[j] = std::max(h[j] + b1[j], 0.0f);
-      z += h[j] * w2[j];
-    }
-    logits_[i] = z;
+absl::Status CheckRange(const char* name, int value, int max) {
+  if (value < 1 || value > max) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CTR model: ", name, " ", value, " outside 1..", max));
   }
   return absl::OkStatus();
 }
 
-absl::Status CtrModel::Predict(absl::Span<const float> dense,
-                               absl::Span<const float> x,
+}  // namespace
+
+std::vector<int> CtrModelShape::BottomWidths() const {
+  std::vector<int> widths = {num_dense};
+  widths.insert(widths.end(), bottom_hidden.begin(), bottom_hidden.end());
+  widths.push_back(embedding_dim);
+  return widths;
+}
+
+std::vector<int> CtrModelShape::TopWidths() const {
+  std::vector<int> widths = {interaction().output_width()};
+  widths.insert(widths.end(), top_hidden.begin(), top_hidden.end());
+  widths.push_back(1);
+  return widths;
+}
+
+size_t CtrModelShape::top_offset() const {
+  return MlpTower::NumParams(BottomWidths());
+}
+
+size_t CtrModelShape::num_dense_params() const {
+  return top_offset() + MlpTower::NumParams(TopWidths());
+}
+
+absl::Status CtrModelShape::Validate() const {
+  RETURN_IF_ERROR(CheckRange("num_dense", num_dense, kMaxInputs));
+  RETURN_IF_ERROR(CheckRange("num_fields", num_fields, kMaxInputs));
+  RETURN_IF_ERROR(CheckRange("embedding_dim", embedding_dim, kMaxEmbeddingDim));
+  if (bottom_hidden.size() > kMaxHiddenLayers ||
+      top_hidden.size() > kMaxHiddenLayers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CTR model: at most ", kMaxHiddenLayers, " hidden layers per MLP"));
+  }
+  RETURN_IF_ERROR(MlpTower::Validate(BottomWidths()));
+  return MlpTower::Validate(TopWidths());
+}
+
+CtrModel::CtrModel(CtrModelShape shape, MathBackend* backend)
+    : shape_(std::move(shape)),
+      backend_(backend),
+      bottom_(shape_.BottomWidths(), /*relu_on_output=*/true),
+      top_(shape_.TopWidths(), /*relu_on_output=*/false) {}
+
+absl::Status CtrModel::Forward(absl::Span<const float> params,
+                               absl::Span<const float> features,
+                               absl::Span<const float> embeddings, int batch) {
+  if (params.size() != shape_.num_dense_params()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CTR model expects ", shape_.num_dense_params(),
+                     " dense parameters, got ", params.size()));
+  }
+  const size_t rows = batch > 0 ? static_cast<size_t>(batch) : 0;
+  if (batch <= 0 || features.size() != rows * shape_.num_dense ||
+      embeddings.size() != rows * shape_.embedding_width()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CTR model: batch ", batch, " needs ", rows * shape_.num_dense,
+        " dense features and ", rows * shape_.embedding_width(),
+        " embedding floats, got ", features.size(), " and ",
+        embeddings.size()));
+  }
+  const DotInteractionShape interaction = shape_.interaction();
+  RETURN_IF_ERROR(bottom_.Forward(*backend_,
+                                  params.data() + shape_.bottom_offset(),
+                                  features.data(), batch));
+  interaction_.resize(rows * interaction.output_width());
+  DotInteractionForward(interaction, batch, bottom_.output(),
+                        embeddings.data(), interaction_.data());
+  return top_.Forward(*backend_, params.data() + shape_.top_offset(),
+                      interaction_.data(), batch);
+}
+
+absl::Status CtrModel::Predict(absl::Span<const float> params,
+                               absl::Span<const float> features,
+                               absl::Span<const float> embeddings,
                                absl::Span<float> probs) {
   const int batch = static_cast<int>(probs.size());
-  RETURN_IF_ERROR(Forward(dense, x, batch));
+  RETURN_IF_ERROR(Forward(params, features, embeddings, batch));
+  const float* logits = top_.output();
   for (int i = 0; i < batch; ++i) {
-    probs[i] = static_cast<float>(Sigmoid(logits_[i]));
+    probs[i] = static_cast<float>(Sigmoid(logits[i]));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<double> CtrModel::LossAndGradient(
-    absl::Span<const float> dense, absl::Span<const float> x,
-    absl::Span<const float> labels, absl::Span<float> probs,
-    absl::Span<float> dense_grad, absl::Span<float> x_grad) {
+    absl::Span<const float> params, absl::Span<const float> features,
+    absl::Span<const float> embeddings, absl::Span<const float> labels,
+    absl::Span<float> probs, absl::Span<float> param_grad,
+    absl::Span<float> embedding_grad) {
   const int batch = static_cast<int>(labels.size());
-  if (probs.size() != labels.size() || dense_grad.size() != dense.size() ||
-      x_grad.size() != x.size()) {
+  if (probs.size() != labels.size() || param_grad.size() != params.size() ||
+      embedding_grad.size() != embeddings.size()) {
     return absl::InvalidArgumentError(
         "CTR model: probs/labels or gradient/parameter sizes differ");
   }
-  RETURN_IF_ERROR(Forward(dense, x, batch));
-  const int in = shape_.input(), hid = shape_.hidden;
-  const float* w1 = dense.data() + shape_.w1_offset();
-  const float* w2 = dense.data() + shape_.w2_offset();
-  float* g_w1 = dense_grad.data() + shape_.w1_offset();
-  float* g_b1 = dense_grad.data() + shape_.b1_offset();
-  float* g_w2 = dense_grad.data() + shape_.w2_offset();
-  float& g_b2 = dense_grad[shape_.b2_offset()];
-
-  // dL/dlogit_i = (p_i - y_i) / batch; backprop through w2 and the ReLU.
+  RETURN_IF_ERROR(Forward(params, features, embeddings, batch));
+  const float* logits = top_.output();
+  // dLoss/dlogit_i = (p_i - y_i) / batch for the mean log-loss.
+  d_logit_.resize(batch);
   double loss_sum = 0.0;
-  dhidden_.resize(static_cast<size_t>(batch) * hid);
-  std::fill(g_w2, g_w2 + hid, 0.0f);
-  std::fill(g_b1, g_b1 + hid, 0.0f);
-  g_b2 = 0.0f;
   const float inv_batch = 1.0f / static_cast<float>(batch);
   for (int i = 0; i < batch; ++i) {
     const float y = labels[i];
@@ -94,31 +127,30 @@ absl::StatusOr<double> CtrModel::LossAndGradient(
       return absl::InvalidArgumentError(
           absl::StrCat("label ", y, " at ", i, " is not 0 or 1"));
     }
-    loss_sum += LogLossFromLogit(logits_[i], y);
-    probs[i] = static_cast<float>(Sigmoid(logits_[i]));
-    const float dz = (probs[i] - y) * inv_batch;
-    g_b2 += dz;
-    const float* h = hidden_.data() + static_cast<size_t>(i) * hid;
-    float* dh = dhidden_.data() + static_cast<size_t>(i) * hid;
-    for (int j = 0; j < hid; ++j) {
-      g_w2[j] += dz * h[j];
-      dh[j] = h[j] > 0.0f ? dz * w2[j] : 0.0f;
-      g_b1[j] += dh[j];
-    }
+    loss_sum += LogLossFromLogit(logits[i], y);
+    probs[i] = static_cast<float>(Sigmoid(logits[i]));
+    d_logit_[i] = (probs[i] - y) * inv_batch;
   }
-  // W1 = X^T dH; dX = dH W1^T.
-  RETURN_IF_ERROR(backend_->Sgemm(Transpose::kYes, Transpose::kNo, in, hid,
-                                  batch, 1.0f, x.data(), in, dhidden_.data(),
-                                  hid, 0.0f, g_w1, hid));
-  RETURN_IF_ERROR(backend_->Sgemm(Transpose::kNo, Transpose::kYes, batch, in,
-                                  hid, 1.0f, dhidden_.data(), hid, w1, hid,
-                                  0.0f, x_grad.data(), in));
+  const DotInteractionShape interaction = shape_.interaction();
+  d_interaction_.resize(interaction_.size());
+  RETURN_IF_ERROR(top_.Backward(*backend_, params.data() + shape_.top_offset(),
+                                interaction_.data(), d_logit_.data(), batch,
+                                param_grad.data() + shape_.top_offset(),
+                                d_interaction_.data()));
+  d_bottom_.resize(static_cast<size_t>(batch) * shape_.embedding_dim);
+  DotInteractionBackward(interaction, batch, bottom_.output(),
+                         embeddings.data(), d_interaction_.data(),
+                         d_bottom_.data(), embedding_grad.data());
+  RETURN_IF_ERROR(bottom_.Backward(
+      *backend_, params.data() + shape_.bottom_offset(), features.data(),
+      d_bottom_.data(), batch, param_grad.data() + shape_.bottom_offset(),
+      /*d_input=*/nullptr));
   return loss_sum / batch;
 }
 
 std::vector<float> CtrModel::UniformInit(const CtrModelShape& shape,
                                          float scale, uint64_t seed) {
-  Rng rng(MixSeed(seed, {0x637472}));
+  Rng rng(MixSeed(seed, {0x646c726d}));  // "dlrm"
   std::vector<float> params(shape.num_dense_params());
   for (float& p : params) p = rng.UniformSymmetric(scale);
   return params;

@@ -10,7 +10,9 @@
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 #include "worker/trainer/binary_metrics.h"
+#include "worker/trainer/ctr_evaluation.h"
 #include "worker/trainer/deterministic_rng.h"
+#include "worker/trainer/shard_sampler.h"
 #include "worker/trainer/status_context.h"
 #include "worker/trainer/table_setup.h"
 #include "worker/trainer/training_progress.h"
@@ -18,17 +20,7 @@
 namespace taups::trainer {
 namespace {
 
-constexpr uint64_t kTrainStream = 0x747261696e;  // "train"
-constexpr uint64_t kTestStream = 0x74657374;     // "test"
-constexpr int kEvalChunk = 4096;
-
-void KeysOf(const CtrExamples& examples, std::vector<uint64_t>& keys) {
-  const int fields = examples.num_fields;
-  keys.resize(examples.ids.size());
-  for (size_t i = 0; i < examples.ids.size(); ++i) {
-    keys[i] = EmbeddingKey(static_cast<int>(i % fields), examples.ids[i]);
-  }
-}
+constexpr uint64_t kOrderStream = 0x6f72646572;  // "order"
 
 // AUC of a window of training predictions; NaN while only one class is in.
 double WindowAuc(const std::vector<float>& scores,
@@ -37,41 +29,13 @@ double WindowAuc(const std::vector<float>& scores,
   return auc.ok() ? *auc : std::nan("");
 }
 
-struct CtrEvaluation {
-  double logloss = 0.0;
-  double planted_logloss = 0.0;
-  double auc = 0.0;
-  double planted_auc = 0.0;
-};
-
-absl::StatusOr<CtrEvaluation> Evaluate(Client& client, CtrModel& model,
-                                       absl::Span<const float> dense,
-                                       const CtrExamples& test) {
-  const int dim = model.shape().embedding_dim;
-  const int fields = test.num_fields;
-  std::vector<float> probs(test.size());
-  std::vector<uint64_t> keys;
-  std::vector<float> rows;
-  CtrExamples chunk;
-  for (int start = 0; start < test.size(); start += kEvalChunk) {
-    const int count = std::min(kEvalChunk, test.size() - start);
-    chunk.num_fields = fields;
-    chunk.ids.assign(test.ids.begin() + static_cast<size_t>(start) * fields,
-                     test.ids.begin() + static_cast<size_t>(start + count) * fields);
-    KeysOf(chunk, keys);
-    rows.resize(keys.size() * dim);
-    absl::StatusOr<PullInfo> pulled =
-        client.PullSparse(kCtrEmbeddingTableName, keys, absl::MakeSpan(rows));
-    if (!pulled.ok()) return WithContext(pulled.status(), "eval PullSparse");
-    RETURN_IF_ERROR(
-        model.Predict(dense, rows, absl::MakeSpan(probs).subspan(start, count)));
-  }
-  CtrEvaluation eval;
-  ASSIGN_OR_RETURN(eval.logloss, LogLoss(probs, test.labels));
-  ASSIGN_OR_RETURN(eval.planted_logloss, LogLoss(test.planted_probs, test.labels));
-  ASSIGN_OR_RETURN(eval.auc, Auc(probs, test.labels));
-  ASSIGN_OR_RETURN(eval.planted_auc, Auc(test.planted_probs, test.labels));
-  return eval;
+// The embedding table gets the same codecs; error feedback and
+// accumulation are per-table dense state, so they stay with the dense table.
+CompressionConfig SparseCompression(const CompressionConfig& dense) {
+  CompressionConfig sparse = dense;
+  sparse.error_feedback = false;
+  sparse.accumulate_steps = 1;
+  return sparse;
 }
 
 }  // namespace
@@ -82,15 +46,20 @@ CtrSpec DefaultCtrSpec(uint64_t seed) {
   return spec;
 }
 
-CtrModelShape DefaultCtrModelShape() {
+CtrModelShape CtrModelShapeFor(const TrainerOptions& options) {
+  const CtrSpec spec = DefaultCtrSpec(options.seed);
   CtrModelShape shape;
-  shape.num_fields = DefaultCtrSpec(0).num_fields();
+  shape.num_dense = spec.num_dense();
+  shape.num_fields = spec.num_fields();
+  shape.embedding_dim = options.embedding_dim;
+  shape.bottom_hidden = options.ctr_bottom_mlp;
+  shape.top_hidden = options.ctr_top_mlp;
   return shape;
 }
 
 TableConfig CtrDenseTableConfig(const TrainerOptions& options) {
   TableConfig config = TableConfig::Dense(
-      kCtrDenseTableName, DefaultCtrModelShape().num_dense_params());
+      kCtrDenseTableName, CtrModelShapeFor(options).num_dense_params());
   config.optimizer.kind = OptimizerKind::kAdagrad;
   config.optimizer.learning_rate = options.EffectiveLearningRate();
   config.optimizer.adagrad_initial_accumulator = kCtrAdagradInitialAccumulator;
@@ -104,7 +73,7 @@ TableConfig CtrDenseTableConfig(const TrainerOptions& options) {
 
 TableConfig CtrEmbeddingTableConfig(const TrainerOptions& options) {
   TableConfig config = TableConfig::Sparse(
-      kCtrEmbeddingTableName, DefaultCtrModelShape().embedding_dim);
+      kCtrEmbeddingTableName, static_cast<uint32_t>(options.embedding_dim));
   config.optimizer.kind = OptimizerKind::kAdagrad;
   config.optimizer.learning_rate = options.EffectiveLearningRate();
   config.optimizer.adagrad_initial_accumulator = kCtrAdagradInitialAccumulator;
@@ -120,42 +89,88 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
                                                MathBackend& backend,
                                                const TrainerOptions& options) {
   RETURN_IF_ERROR(options.Validate());
+  const CtrModelShape shape = CtrModelShapeFor(options);
+  RETURN_IF_ERROR(shape.Validate());
   ASSIGN_OR_RETURN(CtrDataGenerator generator,
                    CtrDataGenerator::Create(DefaultCtrSpec(options.seed)));
+  ASSIGN_OR_RETURN(
+      ShardSampler sampler,
+      ShardSampler::Create(static_cast<int>(options.ctr_examples),
+                           options.worker_id, options.num_workers,
+                           MixSeed(options.seed, {kOrderStream})));
   const TableConfig dense_config = CtrDenseTableConfig(options);
   const TableConfig sparse_config = CtrEmbeddingTableConfig(options);
   RETURN_IF_ERROR(EnsureTable(client, dense_config, options.create_tables,
                               options.table_wait));
   RETURN_IF_ERROR(EnsureTable(client, sparse_config, options.create_tables,
                               options.table_wait));
+  RETURN_IF_ERROR(client.SetCompression(dense_config.name, options.compression));
+  RETURN_IF_ERROR(client.SetCompression(
+      sparse_config.name, SparseCompression(options.compression)));
 
-  const CtrModelShape shape = DefaultCtrModelShape();
+  CtrExamples eval_set;
+  const int eval_n = options.eval_examples > 0
+                         ? static_cast<int>(std::min<int64_t>(
+                               options.eval_examples, 1 << 24))
+                         : kCtrDefaultTestExamples;
+  generator.AppendRange(CtrSplit::kEval, 0, eval_n, eval_set);
+
   const int batch = options.EffectiveBatchSize();
-  const int input = shape.input();
-  spdlog::info("ctr worker {}/{}: {} fields, embedding dim {}, dense table "
-               "'{}' ({} floats), sparse table '{}', Adagrad lr {}, device {}",
-               options.worker_id, options.num_workers, shape.num_fields,
-               shape.embedding_dim, dense_config.name,
-               dense_config.dense_size, sparse_config.name,
-               dense_config.optimizer.learning_rate, backend.description());
+  spdlog::info(
+      "ctr worker {}/{}: DLRM, {} dense features, {} fields, embedding dim "
+      "{}, dense table '{}' ({} floats), sparse table '{}', Adagrad lr {}, "
+      "{} training examples ({} in this worker's shard), {} eval examples, "
+      "device {}",
+      options.worker_id, options.num_workers, shape.num_dense,
+      shape.num_fields, shape.embedding_dim, dense_config.name,
+      dense_config.dense_size, sparse_config.name,
+      dense_config.optimizer.learning_rate, options.ctr_examples,
+      sampler.shard_size(), eval_n, backend.description());
 
   CtrModel model(shape, &backend);
   std::vector<float> dense(shape.num_dense_params());
   std::vector<float> dense_grad(dense.size());
-  std::vector<float> rows(static_cast<size_t>(batch) * input);
+  std::vector<float> rows(static_cast<size_t>(batch) * shape.embedding_width());
   std::vector<float> row_grad(rows.size());
   std::vector<float> probs(batch);
   std::vector<uint64_t> keys;
+  std::vector<int> indices;
   std::vector<float> window_scores, window_labels;
   CtrExamples examples;
-  Rng train_rng(MixSeed(options.seed, {kTrainStream, options.worker_id}));
+  const absl::Time progress_start = absl::Now();
   TrainingProgress progress("ctr", options.worker_id, options.log_every,
-                            absl::Now());
+                            progress_start);
+  TrainingSummary summary;
+  absl::Duration eval_time;
+  CtrEvaluation last_eval;
+  int64_t examples_done = 0;
+  int64_t epochs_evaluated = 0;
+
+  const auto evaluate = [&](int64_t step) -> absl::Status {
+    const absl::Time eval_start = absl::Now();
+    ASSIGN_OR_RETURN(last_eval,
+                     EvaluateCtrModel(client, model, dense_config.name,
+                                      sparse_config.name, eval_set));
+    eval_time += absl::Now() - eval_start;
+    const double epoch =
+        static_cast<double>(examples_done) / sampler.shard_size();
+    spdlog::info(
+        "ctr worker {} eval step {} epoch {:.2f}: logloss {:.4f} excess "
+        "{:.4f} auc {:.4f} (planted logloss {:.4f} auc {:.4f}; constant "
+        "logloss {:.4f}; {} examples)",
+        options.worker_id, step, epoch, last_eval.logloss,
+        last_eval.excess_logloss, last_eval.auc, last_eval.planted_logloss,
+        last_eval.planted_auc, last_eval.constant_logloss, last_eval.examples);
+    summary.evals.push_back({step, epoch, last_eval.logloss,
+                             last_eval.excess_logloss, last_eval.auc});
+    return absl::OkStatus();
+  };
 
   for (int64_t step = 0; step < options.steps; ++step) {
+    sampler.NextBatch(batch, indices);
     examples.Clear();
-    generator.Generate(batch, train_rng, examples);
-    KeysOf(examples, keys);
+    generator.AppendIndices(CtrSplit::kTrain, indices, examples);
+    CtrEmbeddingKeys(examples, 0, batch, keys);
     const std::string where = absl::StrCat("step ", step);
     // Both pulls in flight at once; the spans outlive the futures.
     std::future<absl::StatusOr<PullInfo>> dense_future =
@@ -171,11 +186,11 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
     }
     progress.RecordPull(*dense_pull);
     const absl::Time compute_start = absl::Now();
-    ASSIGN_OR_RETURN(double loss,
-                     model.LossAndGradient(dense, rows, examples.labels,
-                                           absl::MakeSpan(probs),
-                                           absl::MakeSpan(dense_grad),
-                                           absl::MakeSpan(row_grad)));
+    ASSIGN_OR_RETURN(
+        double loss,
+        model.LossAndGradient(dense, examples.dense, rows, examples.labels,
+                              absl::MakeSpan(probs), absl::MakeSpan(dense_grad),
+                              absl::MakeSpan(row_grad)));
     if (!std::isfinite(loss)) {
       return absl::InternalError(absl::StrCat(
           where, ": training loss is ", loss, " (diverged; try a lower --lr)"));
@@ -192,10 +207,15 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
     if (!dense_pushed.ok()) {
       return WithContext(dense_pushed.status(), where + ": PushDense");
     }
-    client.Clock();  // both tables pushed: the step is done
-    progress.RecordPush(*dense_pushed);
+    // Both tables pushed: the step is done. With accumulation, the clock
+    // moves once per dense push actually sent.
+    if (!dense_pushed->deferred) {
+      client.Clock();
+      progress.RecordPush(*dense_pushed);
+    }
     progress.RecordPush(*sparse_push);
     progress.RecordStep(batch, loss);
+    examples_done += batch;
     window_scores.insert(window_scores.end(), probs.begin(), probs.end());
     window_labels.insert(window_labels.end(), examples.labels.begin(),
                          examples.labels.end());
@@ -205,44 +225,44 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
       window_scores.clear();
       window_labels.clear();
     }
+    const int64_t done = step + 1;
+    const int64_t epochs_done = examples_done / sampler.shard_size();
+    if (done == options.steps || epochs_done > epochs_evaluated ||
+        (options.eval_every > 0 && done % options.eval_every == 0)) {
+      epochs_evaluated = epochs_done;
+      RETURN_IF_ERROR(WithContext(evaluate(done), where + ": evaluation"));
+    }
   }
   const absl::Time train_end = absl::Now();
+  if (options.steps == 0) RETURN_IF_ERROR(evaluate(0));
 
-  CtrExamples test;
-  Rng test_rng(MixSeed(options.seed, {kTestStream}));
-  const int test_n = options.eval_examples > 0
-                         ? static_cast<int>(std::min<int64_t>(
-                               options.eval_examples, 1 << 24))
-                         : kCtrDefaultTestExamples;
-  generator.Generate(test_n, test_rng, test);
-  absl::StatusOr<PullInfo> final_pull =
-      client.PullDense(dense_config.name, absl::MakeSpan(dense));
-  if (!final_pull.ok()) {
-    return WithContext(final_pull.status(), "final PullDense");
-  }
-  ASSIGN_OR_RETURN(CtrEvaluation eval, Evaluate(client, model, dense, test));
-  spdlog::info("ctr worker {}: test logloss {:.5f} (planted {:.5f}, excess "
-               "{:.5f}), AUC {:.4f} (planted {:.4f}) on {} examples",
-               options.worker_id, eval.logloss, eval.planted_logloss,
-               eval.logloss - eval.planted_logloss, eval.auc, eval.planted_auc,
-               test.size());
-
-  TrainingSummary summary;
   summary.model = "ctr";
   summary.worker_id = options.worker_id;
   summary.steps = progress.steps();
   summary.device = std::string(backend.name());
   summary.final_loss = progress.recent_loss();
-  summary.samples_per_sec = progress.samples_per_sec(train_end);
+  // Throughput of training alone: the evaluations' time is left out.
+  const double train_seconds =
+      absl::ToDoubleSeconds(train_end - progress_start - eval_time);
+  summary.samples_per_sec =
+      train_seconds > 0.0 ? static_cast<double>(examples_done) / train_seconds
+                          : 0.0;
   summary.tau_mean = progress.tau().mean();
   summary.tau_max = progress.tau().max();
   summary.rejected_pushes = progress.tau().rejected();
   summary.pull_wait_ms = absl::ToDoubleMilliseconds(progress.mean_pull_wait());
-  summary.test_logloss = eval.logloss;
-  summary.planted_logloss = eval.planted_logloss;
-  summary.excess_logloss = eval.logloss - eval.planted_logloss;
-  summary.auc = eval.auc;
-  summary.planted_auc = eval.planted_auc;
+  summary.test_logloss = last_eval.logloss;
+  summary.planted_logloss = last_eval.planted_logloss;
+  summary.excess_logloss = last_eval.excess_logloss;
+  summary.auc = last_eval.auc;
+  summary.planted_auc = last_eval.planted_auc;
+  summary.constant_logloss = last_eval.constant_logloss;
+  summary.epochs = static_cast<double>(examples_done) / sampler.shard_size();
+  for (const TableConfig* table : {&dense_config, &sparse_config}) {
+    ASSIGN_OR_RETURN(TransferCounters transfers, client.Transfers(table->name));
+    summary.push_raw_bytes += transfers.push_raw_bytes;
+    summary.push_wire_bytes += transfers.push_wire_bytes;
+  }
   return summary;
 }
 

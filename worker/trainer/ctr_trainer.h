@@ -1,25 +1,30 @@
-// Asynchronous data-parallel training of the CTR model (ctr_model.h) on
-// synthetic clicks with a planted ground truth (ctr_data.h).
+// Asynchronous data-parallel training of the DLRM click model (ctr_model.h)
+// on Criteo-like synthetic logs with a planted ground truth (ctr_data.h).
 //
-// Two tables: the embedding rows live in a sparse table
-// (kCtrEmbeddingTableName, key = EmbeddingKey(field, id), rows born
-// U(-kCtrEmbeddingInitScale, +)), the dense MLP in a dense table
-// (kCtrDenseTableName, U(-kCtrDenseInitScale, +)); both use server-side
-// Adagrad at the options' learning rate, which suits the very uneven update
-// frequency of Zipf-distributed ids. The accumulator starts small
-// (kCtrAdagradInitialAccumulator) so a rare id's first updates are not damped
-// (the pushed gradients are batch means, hence small).
+// Tables. All 26 fields' embedding rows share ONE sparse table
+// (kCtrEmbeddingTableName, dim = embedding_dim, key = EmbeddingKey(field,
+// id), which DecodeEmbeddingKey turns back into (field, id); the id is also
+// the id's frequency rank), rows born U(-kCtrEmbeddingInitScale, +). Both
+// MLPs live in one dense table (kCtrDenseTableName, U(-kCtrDenseInitScale,
+// +)). Both tables use server-side Adagrad at the options' learning rate,
+// which suits the very uneven update frequency of Zipf-distributed ids; the
+// accumulator starts small (kCtrAdagradInitialAccumulator) so a rare id's
+// first updates are not damped (the pushed gradients are batch means).
 //
-// Data: the planted model is fixed by --seed (all workers share it); each
-// worker draws its own endless training stream from (seed, worker_id); the
-// test set (eval_examples, default kCtrDefaultTestExamples) is drawn from
-// (seed, "test") and is the same for every worker.
+// Data. The planted model and every example are fixed by --seed (the same
+// on every worker). The training set is examples [0, ctr_examples) of the
+// train split; worker w of W visits its shard (i % W == w) once per epoch in
+// an order reshuffled every epoch. The eval set is examples [0, n) of the
+// eval split, n = eval_examples (default kCtrDefaultTestExamples), the same
+// for every worker.
 //
-// Each step: draw a batch, pull its embedding rows and the dense table
+// Each step: generate the batch, pull its embedding rows and the dense table
 // (concurrently), compute the mean log-loss gradient, push the dense gradient
 // with PushDense and the per-lookup embedding gradients with PushSparse (the
-// client sums duplicate keys), then Clock(). The final evaluation reports the learned
-// model's test log-loss and AUC next to the planted model's.
+// client sums duplicate keys), then Clock(). The model is evaluated on the
+// eval set every eval_every steps, whenever this worker finishes an epoch
+// and after the last step; each evaluation logs a line with log-loss, excess
+// log-loss over the planted model and AUC, and goes into the summary.
 //
 // Thread-compatible: runs on the calling thread.
 #ifndef TAUPS_WORKER_TRAINER_CTR_TRAINER_H_
@@ -38,22 +43,23 @@ namespace taups::trainer {
 
 inline constexpr char kCtrDenseTableName[] = "ctr_mlp";
 inline constexpr char kCtrEmbeddingTableName[] = "ctr_embeddings";
-inline constexpr float kCtrDenseInitScale = 0.2f;
+inline constexpr float kCtrDenseInitScale = 0.1f;
 inline constexpr float kCtrEmbeddingInitScale = 0.05f;
 inline constexpr float kCtrAdagradInitialAccumulator = 1e-3f;
 inline constexpr int kCtrDefaultTestExamples = 50000;
 
-// The data and model shapes used by ps_worker (CtrSpec's defaults: 8 fields,
-// cardinalities 100..100000, Zipf 1.1; embedding dim 8, hidden 32).
+// The planted model and data of a run (the Criteo-like defaults, `seed`).
 CtrSpec DefaultCtrSpec(uint64_t seed);
-CtrModelShape DefaultCtrModelShape();
+// The DLRM shape the options ask for (13 dense features, 26 fields,
+// embedding_dim, the MLPs' hidden widths).
+CtrModelShape CtrModelShapeFor(const TrainerOptions& options);
 
 TableConfig CtrDenseTableConfig(const TrainerOptions& options);
 TableConfig CtrEmbeddingTableConfig(const TrainerOptions& options);
 
-// Trains options.steps steps and evaluates on the common test set. Errors:
-// invalid options, table setup, any RPC failure (with the step), or INTERNAL
-// when the loss becomes non-finite.
+// Trains options.steps steps, evaluating as described above. Errors: invalid
+// options, table setup, any RPC failure (with the step), or INTERNAL when
+// the loss becomes non-finite.
 absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
                                                MathBackend& backend,
                                                const TrainerOptions& options);

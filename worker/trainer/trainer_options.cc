@@ -71,6 +71,33 @@ absl::Status TrainerOptions::Validate() const {
   if (model == ModelKind::kMlp && data_dir.empty()) {
     return absl::InvalidArgumentError("data_dir is empty");
   }
+  if (model == ModelKind::kCtr) {
+    if (embedding_dim < 1 || embedding_dim > 1024) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "embedding_dim ", embedding_dim, " outside 1..1024"));
+    }
+    if (ctr_examples < num_workers || ctr_examples > (int64_t{1} << 31) - 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ctr_examples ", ctr_examples, " must be in [num_workers (",
+          num_workers, "), 2^31 - 1]"));
+    }
+    for (const std::vector<int>* widths : {&ctr_bottom_mlp, &ctr_top_mlp}) {
+      if (widths->size() > 8) {
+        return absl::InvalidArgumentError(
+            "at most 8 hidden layers per ctr MLP");
+      }
+      for (int w : *widths) {
+        if (w < 1 || w > 65536) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "ctr MLP hidden width ", w, " outside 1..65536"));
+        }
+      }
+    }
+  }
+  if (eval_every < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("eval_every ", eval_every, " < 0"));
+  }
   if (table_wait < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("table_wait is negative");
   }

@@ -19,6 +19,8 @@
 #include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -41,8 +43,9 @@ ABSL_FLAG(uint32_t, num_workers, 1,
           "on examples i with i % num_workers == w)");
 ABSL_FLAG(std::string, model, "mlp",
           "mlp: 784-128-10 MLP on Fashion-MNIST (one dense table). ctr: "
-          "embeddings (sparse table) + MLP (dense table) on synthetic clicks "
-          "with a planted ground truth");
+          "DLRM (26 embeddings in a sparse table, bottom/top MLPs in a dense "
+          "table) on synthetic Criteo-like clicks with a planted ground "
+          "truth");
 ABSL_FLAG(std::string, device, "auto",
           "Where the GEMMs run: auto (CUDA if a device is usable, else CPU), "
           "cpu, or cuda (fails if no usable CUDA device)");
@@ -77,9 +80,39 @@ ABSL_FLAG(double, slowdown, 1.0,
 ABSL_FLAG(int64_t, eval_examples, 0,
           "Test examples evaluated at the end (0 = all: 10000 for mlp, 50000 "
           "synthetic for ctr)");
+ABSL_FLAG(int32_t, embedding_dim, taups::trainer::kDefaultCtrEmbeddingDim,
+          "ctr: width of every embedding row and of the bottom MLP's output");
+ABSL_FLAG(int64_t, ctr_examples, taups::trainer::kDefaultCtrExamples,
+          "ctr: size of the synthetic training set; worker w trains on "
+          "examples i with i % num_workers == w, one pass per epoch");
+ABSL_FLAG(std::string, ctr_bottom_mlp, "32",
+          "ctr: hidden widths of the DLRM bottom MLP (13 dense features -> "
+          "these -> embedding_dim), comma-separated; empty = none");
+ABSL_FLAG(std::string, ctr_top_mlp, "64",
+          "ctr: hidden widths of the DLRM top MLP (interaction -> these -> "
+          "1 logit), comma-separated; empty = none");
+ABSL_FLAG(int64_t, eval_every, 0,
+          "ctr: also evaluate every N steps (0 = only at the end of each "
+          "epoch over this worker's shard and after the last step)");
 
 namespace taups::trainer {
 namespace {
+
+// "64,32" -> {64, 32}; "" -> {}. INVALID_ARGUMENT naming `flag` otherwise.
+absl::StatusOr<std::vector<int>> ParseWidths(const char* flag,
+                                             const std::string& text) {
+  std::vector<int> widths;
+  for (absl::string_view part :
+       absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    int width = 0;
+    if (!absl::SimpleAtoi(part, &width)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, ": '", std::string(part), "' is not a layer width"));
+    }
+    widths.push_back(width);
+  }
+  return widths;
+}
 
 absl::StatusOr<TrainerOptions> OptionsFromFlags() {
   TrainerOptions options;
@@ -95,6 +128,14 @@ absl::StatusOr<TrainerOptions> OptionsFromFlags() {
   options.create_tables = absl::GetFlag(FLAGS_create_tables);
   options.eval_examples = absl::GetFlag(FLAGS_eval_examples);
   options.slowdown = absl::GetFlag(FLAGS_slowdown);
+  options.embedding_dim = absl::GetFlag(FLAGS_embedding_dim);
+  options.ctr_examples = absl::GetFlag(FLAGS_ctr_examples);
+  ASSIGN_OR_RETURN(options.ctr_bottom_mlp,
+                   ParseWidths("--ctr_bottom_mlp",
+                               absl::GetFlag(FLAGS_ctr_bottom_mlp)));
+  ASSIGN_OR_RETURN(options.ctr_top_mlp,
+                   ParseWidths("--ctr_top_mlp", absl::GetFlag(FLAGS_ctr_top_mlp)));
+  options.eval_every = absl::GetFlag(FLAGS_eval_every);
   ASSIGN_OR_RETURN(PolicyFlags policy, PolicyFromFlags(options.num_workers));
   options.consistency = policy.consistency;
   options.staleness = policy.staleness;
