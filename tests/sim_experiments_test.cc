@@ -1,7 +1,7 @@
 // The deterministic experiment harness (bench/sim): same seed, same result;
-// 256 simulated workers; a dead worker does not hang a sync run; and the
-// short version of every experiment of docs/EXPERIMENTS.md shows its
-// expected shape.
+// 256 simulated workers; a dead worker does not hang a sync run; compressed
+// pushes count their bytes exactly; and the short version of every
+// experiment of docs/EXPERIMENTS.md shows its expected shape.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -11,6 +11,7 @@
 
 #include "bench/sim/experiment.h"
 #include "bench/sim/experiment_report.h"
+#include "common/codec.h"
 #include "spdlog/spdlog.h"
 
 namespace taups::sim {
@@ -209,6 +210,83 @@ TEST_CASE("a run that cannot progress stops as stalled", "[sim][lease]") {
   CHECK(r.pushes == 8);
 }
 
+TEST_CASE("compressed pushes: exact byte counts, reproducible rounding",
+          "[sim][compression]") {
+  REQUIRE_DATA();
+  SimConfig base = Small("softmax", ModelKind::kSoftmax, ConsistencyKind::kSync,
+                         4, 4 * 30);
+  base.compute.spike_probability = 0.0;
+  // 7,850 parameters, 2 shards of 3,925, each cut into 2 even slices.
+  base.slice_elements = 3000;
+  const SimResult fp32 = Run(base);
+
+  SimConfig int2 = base;
+  int2.compression.push.codec = CodecKind::kInt2;
+  int2.compression.push.rounding = Rounding::kStochastic;
+  int2.compression.push.bucket_size = 100;
+  int2.compression.error_feedback = true;
+  const SimResult a = Run(int2);
+  const SimResult b = Run(int2);
+  RequireIdentical(a, b);
+  // Same batches and compute times, another codec seed: other roundings.
+  SimConfig reseeded = int2;
+  reseeded.compression.push.seed = 7;
+  CHECK(Run(reseeded).curve.back().test_loss != a.curve.back().test_loss);
+
+  // Bytes: one block per slice per push, exactly as the format says.
+  constexpr uint64_t n = 784 * 10 + 10;
+  uint64_t block_bytes = 0, fp32_block_bytes = 0;
+  uint64_t covered = 0;
+  for (uint64_t count : {1963, 1962, 1963, 1962}) {
+    block_bytes += EncodedBytes(int2.compression.push, count);
+    fp32_block_bytes += EncodedBytes(base.compression.push, count);
+    covered += count;
+  }
+  REQUIRE(covered == n);
+  CHECK(a.pushes == 4 * 30);
+  CHECK(a.push_bytes.raw == 4 * n * a.pushes);
+  CHECK(a.push_bytes.wire == block_bytes * a.pushes);
+  CHECK(fp32.push_bytes.raw == a.push_bytes.raw);
+  CHECK(fp32.push_bytes.wire == fp32_block_bytes * fp32.pushes);
+  CHECK(fp32.push_bytes.wire > fp32.push_bytes.raw);  // headers
+  CHECK(a.final_accuracy > 0.5);
+}
+
+TEST_CASE("accumulation: k gradients per push, the same budget in gradients",
+          "[sim][compression]") {
+  REQUIRE_DATA();
+  for (ConsistencyKind kind : {ConsistencyKind::kSync, ConsistencyKind::kAsync}) {
+    SimConfig one = Small("k1", ModelKind::kSoftmax, kind, 4, 4 * 4 * 10);
+    one.compute.spike_probability = 0.0;
+    SimConfig four = one;
+    four.label = "k4";
+    four.compression.accumulate_steps = 4;
+    const SimResult a = Run(one);
+    const SimResult b = Run(four);
+    INFO(ConsistencyKindName(kind));
+    CHECK(a.pushes == 4 * 4 * 10);
+    CHECK(b.pushes == 4 * 10);
+    CHECK(a.push_bytes.wire == 4 * b.push_bytes.wire);
+    // A push takes the compute time of its k mini-batches.
+    CHECK(b.sim_time_s > 2.0 * a.sim_time_s / 4.0);
+    CHECK(b.final_accuracy > 0.5);
+  }
+}
+
+TEST_CASE("a compression config the harness cannot simulate is refused",
+          "[sim][compression]") {
+  REQUIRE_DATA();
+  SimConfig config = Small("bad", ModelKind::kSoftmax, ConsistencyKind::kSync,
+                           2, 20);
+  config.compression.pull = CodecKind::kFp16;
+  CHECK(RunSimulation(config, Data()->train, Data()->test).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  config.compression.pull = CodecKind::kNone;
+  config.compression.accumulate_steps = 0;
+  CHECK(RunSimulation(config, Data()->train, Data()->test).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+}
+
 void RunShort(const std::string& name) {
   ExperimentOptions options;
   options.short_version = true;
@@ -239,6 +317,21 @@ TEST_CASE("short SSP experiment", "[sim][experiment]") {
 TEST_CASE("short spikes experiment", "[sim][experiment]") {
   REQUIRE_DATA();
   RunShort("spikes");
+}
+
+TEST_CASE("short compression ladder, softmax regression", "[sim][experiment]") {
+  REQUIRE_DATA();
+  RunShort("compression_softmax");
+}
+
+TEST_CASE("short compression ladder, MLP", "[sim][experiment]") {
+  REQUIRE_DATA();
+  RunShort("compression_mlp");
+}
+
+TEST_CASE("short accumulation experiment", "[sim][experiment]") {
+  REQUIRE_DATA();
+  RunShort("accumulation");
 }
 
 }  // namespace

@@ -61,7 +61,8 @@ absl::StatusOr<std::vector<SimResult>> RunConfigs(
 }
 
 std::vector<std::string> ExperimentNames() {
-  return {"staleness", "spikes", "stragglers", "ssp"};
+  return {"staleness",           "spikes",          "stragglers", "ssp",
+          "compression_softmax", "compression_mlp", "accumulation"};
 }
 
 absl::StatusOr<ExperimentReport> RunExperiment(absl::string_view name,
@@ -71,6 +72,11 @@ absl::StatusOr<ExperimentReport> RunExperiment(absl::string_view name,
   if (name == "spikes") return RunSpikesExperiment(options, data);
   if (name == "stragglers") return RunStragglersExperiment(options, data);
   if (name == "ssp") return RunSspExperiment(options, data);
+  if (name == "compression_softmax") {
+    return RunCompressionSoftmaxExperiment(options, data);
+  }
+  if (name == "compression_mlp") return RunCompressionMlpExperiment(options, data);
+  if (name == "accumulation") return RunAccumulationExperiment(options, data);
   return absl::InvalidArgumentError(
       absl::StrCat("unknown experiment '", name, "'; one of ",
                    absl::StrJoin(ExperimentNames(), ", ")));

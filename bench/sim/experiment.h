@@ -56,7 +56,8 @@ struct ExperimentReport {
 absl::StatusOr<std::vector<SimResult>> RunConfigs(
     const std::vector<SimConfig>& configs, const SimData& data, int jobs);
 
-// The experiment names: "staleness", "spikes", "stragglers", "ssp".
+// The experiment names: "staleness", "spikes", "stragglers", "ssp",
+// "compression_softmax", "compression_mlp", "accumulation".
 std::vector<std::string> ExperimentNames();
 absl::StatusOr<ExperimentReport> RunExperiment(absl::string_view name,
                                                const ExperimentOptions& options,
@@ -70,6 +71,12 @@ absl::StatusOr<ExperimentReport> RunSpikesExperiment(
 absl::StatusOr<ExperimentReport> RunStragglersExperiment(
     const ExperimentOptions& options, const SimData& data);
 absl::StatusOr<ExperimentReport> RunSspExperiment(
+    const ExperimentOptions& options, const SimData& data);
+absl::StatusOr<ExperimentReport> RunCompressionSoftmaxExperiment(
+    const ExperimentOptions& options, const SimData& data);
+absl::StatusOr<ExperimentReport> RunCompressionMlpExperiment(
+    const ExperimentOptions& options, const SimData& data);
+absl::StatusOr<ExperimentReport> RunAccumulationExperiment(
     const ExperimentOptions& options, const SimData& data);
 
 // The setup the MLP experiments (staleness, spikes, ssp) share: 16 async

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/codec_format.h"
 
 namespace taups::sim {
 namespace {
@@ -22,6 +23,30 @@ std::string Field(const std::string& text) {
 }
 
 std::string Num(double v) { return absl::StrFormat("%.6g", v); }
+
+double WireFraction(const PushBytes& bytes) {
+  return bytes.raw > 0
+             ? static_cast<double>(bytes.wire) / static_cast<double>(bytes.raw)
+             : 0.0;
+}
+
+// "int2/stochastic", "topk 0.1%", "sign", ...; "fp32" for codec none.
+std::string DescribeCodec(const CodecOptions& push) {
+  if (push.codec == CodecKind::kNone) return "fp32";
+  std::string text = CodecKindName(push.codec);
+  if (push.codec == CodecKind::kTopK) {
+    absl::StrAppend(&text, " ", Num(100 * push.topk_ratio), "%");
+    if (push.topk_values != CodecKind::kNone) {
+      absl::StrAppend(&text, "/", CodecKindName(push.topk_values));
+    }
+  }
+  const CodecKind scaled =
+      push.codec == CodecKind::kTopK ? push.topk_values : push.codec;
+  if (LevelsOf(scaled) > 0 && push.rounding == Rounding::kStochastic) {
+    absl::StrAppend(&text, "/stochastic");
+  }
+  return text;
+}
 
 double Mean(const std::vector<double>& v) {
   double sum = 0.0;
@@ -58,6 +83,12 @@ std::string DescribePolicy(const SimConfig& config) {
   if (s.clip_norm > 0) absl::StrAppend(&text, " clip=", Num(s.clip_norm));
   if (s.warmup_versions > 0) absl::StrAppend(&text, " warmup=", s.warmup_versions);
   if (s.delay_compensation) absl::StrAppend(&text, " dc");
+  const CompressionConfig& z = config.compression;
+  if (z.push.codec != CodecKind::kNone) {
+    absl::StrAppend(&text, " push=", DescribeCodec(z.push));
+  }
+  if (z.error_feedback) absl::StrAppend(&text, " +ef");
+  if (z.accumulate_steps > 1) absl::StrAppend(&text, " k=", z.accumulate_steps);
   return text;
 }
 
@@ -80,7 +111,9 @@ absl::Status WriteReportCsv(const ExperimentReport& report,
       "not_applied,server_rejected,over_tau_max,downweighted,late,"
       "steps_closed,quorum_closes,timeout_closes,step_wait_mean_s,"
       "step_wait_p50_s,step_wait_p99_s,step_wait_max_s,pull_wait_mean_s,"
-      "pull_wait_total_s,push_norm_mean,spiked_steps,refused_errors,diverged,stalled,wall_s\n";
+      "pull_wait_total_s,push_norm_mean,spiked_steps,refused_errors,diverged,stalled,wall_s,"
+      "codec,error_feedback,accumulate_steps,push_raw_bytes,push_wire_bytes,"
+      "wire_fraction\n";
   for (const SimResult& r : report.runs) {
     const std::string run = Field(r.config.label);
     for (const CurvePoint& p : r.curve) {
@@ -122,7 +155,11 @@ absl::Status WriteReportCsv(const ExperimentReport& report,
         Num(Quantile(r.step_durations_s, 1.0)),
         ",", Num(r.pull_wait_s.mean()), ",", Num(r.pull_wait_s.sum()), ",",
         Num(r.push_norm_mean), ",", r.spiked_steps, ",", r.refused_errors, ",", r.diverged ? 1 : 0, ",",
-        r.stalled ? 1 : 0, ",", Num(r.wall_s), "\n");
+        r.stalled ? 1 : 0, ",", Num(r.wall_s), ",",
+        Field(DescribeCodec(r.config.compression.push)), ",",
+        r.config.compression.error_feedback ? 1 : 0, ",",
+        r.config.compression.accumulate_steps, ",", r.push_bytes.raw, ",",
+        r.push_bytes.wire, ",", Num(WireFraction(r.push_bytes)), "\n");
   }
   std::string checks = "check,passed,measured\n";
   for (const Check& c : report.checks) {
@@ -141,17 +178,18 @@ std::string FormatReport(const ExperimentReport& report) {
   std::string text = absl::StrCat("experiment ", report.experiment,
                                   report.short_version ? " (short)" : "", "\n");
   absl::StrAppend(&text,
-                  absl::StrFormat("%-22s %-44s %8s %9s %8s %6s %5s %7s %7s\n",
+                  absl::StrFormat("%-22s %-44s %8s %9s %8s %6s %5s %7s %9s %7s\n",
                                   "run", "policy", "acc %", "sim s", "tau mean",
-                                  "p99", "max", "unappl", "wall s"));
+                                  "p99", "max", "unappl", "wire/fp32", "wall s"));
   for (const SimResult& r : report.runs) {
     absl::StrAppend(
         &text,
-        absl::StrFormat("%-22s %-44s %8.2f %9.1f %8.2f %6.0f %5.0f %7d %7.1f%s\n",
+        absl::StrFormat("%-22s %-44s %8.2f %9.1f %8.2f %6.0f %5.0f %7d %9.4f %7.1f%s\n",
                         r.config.label, DescribePolicy(r.config),
                         Points(r.final_accuracy), r.sim_time_s, r.tau.mean(),
                         r.tau.Percentile(0.99), r.tau.max(),
-                        static_cast<int>(r.not_applied), r.wall_s,
+                        static_cast<int>(r.not_applied),
+                        WireFraction(r.push_bytes), r.wall_s,
                         r.diverged ? "  DIVERGED" : (r.stalled ? "  STALLED" : "")));
   }
   for (const Check& c : report.checks) {

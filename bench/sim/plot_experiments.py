@@ -10,6 +10,10 @@ writes E_accuracy.png (test accuracy and loss against simulated time),
 E_tau.png (staleness histograms, runs whose tau is always 0 left out) and
 E_time.png (simulated time and final accuracy per run) and, where barrier
 runs exist, E_steps.png (distribution of how long each step waited).
+The compression experiments (compression_*, accumulation) get
+E_accuracy_progress.png (test accuracy against the fraction of the gradient
+budget) and E_wire.png (final accuracy against the bytes pushed) instead of
+the tau and step plots, which say nothing there (sync, equal compute times).
 Needs python3 and matplotlib (Debian: python3-matplotlib).
 """
 import argparse
@@ -153,12 +157,65 @@ def plot_time(name, summary, out_dir):
     return path
 
 
+def is_compression(name):
+    return name.startswith("compression") or name == "accumulation"
+
+
+def plot_progress(name, curves, out_dir):
+    fig, ax = plt.subplots(figsize=(10, 5))
+    finals = [100 * as_float(rows[-1]["test_accuracy"]) for rows in curves.values()]
+    for run, rows in curves.items():
+        x = [as_float(r["progress"]) for r in rows]
+        acc = [100 * as_float(r["test_accuracy"]) for r in rows]
+        style = "-" if ("_ef" in run or run in ("fp32", "int8")) else "--"
+        ax.plot(x, acc, style, marker=".", label=run)
+    ax.set_xlabel("fraction of the gradient budget")
+    ax.set_ylabel("test accuracy (%)")
+    low = min(f for f in finals if not math.isnan(f))
+    ax.set_ylim(max(0, low - 10), min(100, max(finals) + 3))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    ax.set_title(f"{name}: test accuracy along the run (dashed: no error feedback)")
+    fig.tight_layout()
+    path = os.path.join(out_dir, f"{name}_accuracy_progress.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_wire(name, summary, out_dir):
+    if not summary or "push_wire_bytes" not in summary[0]:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for row in summary:
+        wire = as_float(row["push_wire_bytes"]) / 1e6
+        acc = 100 * as_float(row["final_accuracy"])
+        ef = row.get("error_feedback") == "1"
+        ax.scatter([wire], [acc], marker="o" if ef else "x",
+                   color="tab:green" if ef else "tab:red")
+        ax.annotate(row["run"], (wire, acc), fontsize=8,
+                    xytext=(4, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_xlabel("bytes pushed over the whole run (MB, log scale; block headers included)")
+    ax.set_ylabel("final test accuracy (%)")
+    ax.grid(alpha=0.3, which="both")
+    ax.set_title(f"{name}: accuracy against bytes on the wire "
+                 "(o: error feedback, x: none)")
+    fig.tight_layout()
+    path = os.path.join(out_dir, f"{name}_wire.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--csv_dir", required=True)
     parser.add_argument("--out_dir", required=True)
     parser.add_argument("--experiments", nargs="+",
-                        default=["staleness", "spikes", "stragglers", "ssp"])
+                        default=["staleness", "spikes", "stragglers", "ssp",
+                                 "compression_softmax", "compression_mlp",
+                                 "accumulation"])
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     for name in args.experiments:
@@ -166,6 +223,20 @@ def main():
         if not os.path.exists(base + "_curves.csv"):
             print(f"plot_experiments: no {base}_curves.csv, skipping {name}",
                   file=sys.stderr)
+            continue
+        if is_compression(name):
+            curves = by_run(read_rows(base + "_curves.csv"))
+            summary = read_rows(base + "_summary.csv")
+            written = [
+                plot_progress(name, curves, args.out_dir),
+                plot_wire(name, summary, args.out_dir),
+                plot_time(name, summary, args.out_dir),
+            ]
+            if name == "accumulation":
+                written.append(plot_curves(name, curves, args.out_dir))
+            for path in written:
+                if path:
+                    print(f"wrote {path}")
             continue
         written = [
             plot_curves(name, by_run(read_rows(base + "_curves.csv")), args.out_dir),

@@ -24,7 +24,8 @@
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, experiment, "",
-          "staleness | spikes | stragglers | ssp | all");
+          "staleness | spikes | stragglers | ssp | compression_softmax | "
+          "compression_mlp | accumulation | all");
 ABSL_FLAG(bool, short, false, "run the short (CI) version");
 ABSL_FLAG(std::string, out_dir, "sim_results", "where the CSV files go");
 ABSL_FLAG(std::string, plots_dir, "",

@@ -42,8 +42,11 @@ struct Worker {
   uint64_t steps_started = 0;
   uint64_t seq = 0;
   std::vector<uint64_t> base_versions;  // per shard, from the last pull
-  std::vector<float> grad;
+  std::vector<float> grad;  // what the next push sends (decoded)
   double grad_norm_sq = 0.0;
+  std::unique_ptr<SimPushCompression> compression;
+  PushBytes push_bytes;       // of the next push
+  bool encode_failed = false;  // the next push could not be encoded
   absl::Time blocked_since;
   double wait_s = 0.0;
   int64_t pushes = 0;
@@ -96,7 +99,9 @@ class Simulator {
   std::unique_ptr<ClassifierModel> model_;
   EventQueue<EventPayload> queue_;
   std::vector<Worker> workers_;
+  uint32_t gradients_per_push_ = 1;  // accumulate_steps
   std::vector<float> params_;   // scratch: what a pull read
+  std::vector<float> grad_scratch_;  // scratch: one of k accumulated gradients
   std::vector<float> batch_x_;  // scratch: one mini-batch
   std::vector<uint8_t> batch_y_;
   std::vector<int> batch_idx_;
@@ -121,8 +126,10 @@ absl::Status Simulator::Setup() {
                 ? std::min(config_.eval_examples, test_.num_examples)
                 : test_.num_examples;
   barrier_ = IsBarrier(config_.consistency.kind);
+  gradients_per_push_ = config_.compression.accumulate_steps;
   steps_target_ = std::max<uint64_t>(
-      1, static_cast<uint64_t>(config_.budget_gradients) / config_.num_workers);
+      1, static_cast<uint64_t>(config_.budget_gradients) /
+             (uint64_t{config_.num_workers} * gradients_per_push_));
   model_ = MakeClassifierModel(config_.model, &backend_);
   const uint64_t n = model_->num_params();
 
@@ -154,6 +161,7 @@ absl::Status Simulator::Setup() {
                                 std::numeric_limits<uint64_t>::max());
 
   params_.resize(n);
+  if (gradients_per_push_ > 1) grad_scratch_.resize(n);
   batch_x_.resize(static_cast<size_t>(config_.batch_size) * train_.feature_dim());
   batch_y_.resize(config_.batch_size);
   workers_.resize(config_.num_workers);
@@ -162,6 +170,8 @@ absl::Status Simulator::Setup() {
     w.id = i;
     w.base_versions.assign(config_.num_shards, 0);
     w.grad.resize(n);
+    w.compression = std::make_unique<SimPushCompression>(
+        config_.compression, config_.seed, i, n);
     ASSIGN_OR_RETURN(trainer::ShardSampler sampler,
                      trainer::ShardSampler::Create(train_n_, i,
                                                    config_.num_workers,
@@ -194,7 +204,7 @@ double Simulator::Progress() const {
   if (barrier_) {
     return static_cast<double>(StepsClosed()) / static_cast<double>(steps_target_);
   }
-  return static_cast<double>(result_.pushes) /
+  return static_cast<double>(result_.pushes) * gradients_per_push_ /
          static_cast<double>(config_.budget_gradients);
 }
 
@@ -264,35 +274,48 @@ absl::Status Simulator::TryPull(Worker& w) {
   w.wait_s += waited;
   result_.pull_wait_s.Add(waited);
 
-  // Compute: the gradient of the next mini-batch on what was just read.
-  w.sampler->NextBatch(config_.batch_size, batch_idx_);
+  // Compute: the gradients of the next k mini-batches on what was just
+  // read, summed.
   const int dim = train_.feature_dim();
-  for (int i = 0; i < config_.batch_size; ++i) {
-    std::copy_n(train_.features(batch_idx_[i]), dim,
-                batch_x_.data() + static_cast<size_t>(i) * dim);
-    batch_y_[i] = train_.labels[batch_idx_[i]];
-  }
-  ASSIGN_OR_RETURN(ClassifierStats stats,
-                   model_->LossAndGradient(params_, batch_x_.data(),
-                                           batch_y_.data(), config_.batch_size,
-                                           absl::MakeSpan(w.grad)));
-  if (std::isfinite(stats.mean_loss)) {
-    train_loss_sum_ += stats.mean_loss;
-    ++train_loss_count_;
+  for (uint32_t j = 0; j < gradients_per_push_; ++j) {
+    w.sampler->NextBatch(config_.batch_size, batch_idx_);
+    for (int i = 0; i < config_.batch_size; ++i) {
+      std::copy_n(train_.features(batch_idx_[i]), dim,
+                  batch_x_.data() + static_cast<size_t>(i) * dim);
+      batch_y_[i] = train_.labels[batch_idx_[i]];
+    }
+    std::vector<float>& out = j == 0 ? w.grad : grad_scratch_;
+    ASSIGN_OR_RETURN(ClassifierStats stats,
+                     model_->LossAndGradient(params_, batch_x_.data(),
+                                             batch_y_.data(), config_.batch_size,
+                                             absl::MakeSpan(out)));
+    if (j > 0) {
+      for (size_t i = 0; i < w.grad.size(); ++i) w.grad[i] += grad_scratch_[i];
+    }
+    if (std::isfinite(stats.mean_loss)) {
+      train_loss_sum_ += stats.mean_loss;
+      ++train_loss_count_;
+    }
   }
   const double decay =
       1.0 - (1.0 - config_.final_lr_fraction) * std::min(1.0, Progress());
   const float scale = static_cast<float>(decay);
+  for (float& g : w.grad) g *= scale;
+  // What the shards will receive: encoded, then decoded as the server does.
+  w.push_bytes = PushBytes{};
+  w.encode_failed =
+      !w.compression->Apply(absl::MakeSpan(w.grad), plan_, &w.push_bytes).ok();
   double norm_sq = 0.0;
-  for (float& g : w.grad) {
-    g *= scale;
-    norm_sq += static_cast<double>(g) * g;
-  }
+  for (float g : w.grad) norm_sq += static_cast<double>(g) * g;
   w.grad_norm_sq = std::isfinite(norm_sq) ? norm_sq : 0.0;
   norm_sum_ += std::sqrt(w.grad_norm_sq);
 
-  const StepDuration d = timing_.Draw(w.id, w.steps_started++);
-  if (d.spiked) ++result_.spiked_steps;
+  StepDuration d;
+  for (uint32_t j = 0; j < gradients_per_push_; ++j) {
+    const StepDuration part = timing_.Draw(w.id, w.steps_started++);
+    d.seconds += part.seconds;
+    if (part.spiked) ++result_.spiked_steps;
+  }
   w.state = WorkerState::kComputing;
   ++computing_;
   last_activity_ = clock_.Now();
@@ -311,8 +334,9 @@ absl::Status Simulator::Push(Worker& w) {
   std::vector<bool> seen(stores_.size(), false);
   uint64_t tau = 0;
   bool accepted = true;
-  bool refused = false;
+  bool refused = w.encode_failed;
   for (const DenseSlice& slice : plan_) {
+    if (w.encode_failed) break;  // nothing to send
     meta.base_version = w.base_versions[slice.shard];
     meta.slices = slice.slices_in_shard;
     absl::StatusOr<PushOutcome> outcome = stores_[slice.shard]->PushDense(
@@ -329,6 +353,10 @@ absl::Status Simulator::Push(Worker& w) {
   }
   ++result_.pushes;
   ++w.pushes;
+  if (!w.encode_failed) {
+    result_.push_bytes.raw += w.push_bytes.raw;
+    result_.push_bytes.wire += w.push_bytes.wire;
+  }
   if (refused) {
     ++result_.refused_errors;
   } else {
@@ -513,6 +541,14 @@ absl::Status SimConfig::Validate() const {
       final_lr_fraction > 1.0f || !(lease_s > 0.0)) {
     return absl::InvalidArgumentError(
         "need learning_rate > 0, final_lr_fraction in [0, 1], lease_s > 0");
+  }
+  if (absl::Status s = compression.Validate(); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("compression: ", s.message()));
+  }
+  if (compression.pull != CodecKind::kNone) {
+    return absl::InvalidArgumentError(
+        "compression.pull: compressed pulls are not simulated (must be none)");
   }
   if (dead_worker >= static_cast<int>(num_workers)) {
     return absl::InvalidArgumentError(

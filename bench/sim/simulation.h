@@ -15,16 +15,28 @@
 //            shard, its clock, the push's squared norm), then clock += 1 and
 //            pulls again.
 //
+// Compression (SimConfig::compression; docs/EXPERIMENTS.md): with
+// accumulate_steps = k the worker computes the gradients of k mini-batches on
+// the parameters it pulled and sums them, and the step takes the sum of the k
+// drawn compute times. The (summed, decayed) gradient is then encoded slice by
+// slice, read back exactly as the server reads a pushed block, and the decoded
+// values are what the store receives (SimPushCompression). The bytes of the
+// blocks are counted against the fp32 bytes of the same values. The default
+// (codec none, no error feedback, k = 1) sends fp32 blocks, which decode to
+// the very same floats.
+//
 // The ManualClock the stores read moves only between events; every time it
 // moves, and after every push, each store's Tick() runs (semi-sync timeouts,
 // lease expiry). Heartbeats renew every live worker's lease every lease/4.
 // A semi-sync step's timeout gets its own Tick event.
 //
-// Stopping rule (the "gradient budget"): barrier policies (sync, semi_sync)
-// stop when budget_gradients / num_workers steps have closed; async and SSP
-// stop after budget_gradients pushes. The learning rate decays linearly with
-// that progress; the decay is applied by scaling the gradient before the push
-// (for plain SGD the same as scaling the server's learning rate).
+// Stopping rule (the "gradient budget", counted in mini-batch gradients; a
+// push carries accumulate_steps = k of them): barrier policies (sync,
+// semi_sync) stop when budget_gradients / (num_workers * k) steps have closed;
+// async and SSP stop after budget_gradients / k pushes. So runs with any k see
+// the same number of training examples. The learning rate decays linearly
+// with that progress; the decay is applied by scaling the gradient before the
+// push (for plain SGD the same as scaling the server's learning rate).
 //
 // Determinism: events run in (time, scheduling order); compute times and
 // batches are pure functions of (seed, worker, step); the math is
@@ -42,8 +54,10 @@
 #include "absl/status/statusor.h"
 #include "bench/sim/classifier_model.h"
 #include "bench/sim/compute_time_model.h"
+#include "bench/sim/push_compression.h"
 #include "common/histogram.h"
 #include "server/table_stats.h"
+#include "taups/compression.h"
 #include "taups/table_config.h"
 #include "worker/trainer/fashion_mnist.h"
 
@@ -72,6 +86,10 @@ struct SimConfig {
   int dead_worker = -1;
   double dead_at_s = 0.0;
   uint64_t slice_elements = uint64_t{1} << 18;  // 1 MiB of floats
+  // Worker-side push compression: codec, error feedback, accumulation, top-k
+  // warm-up (see above). Pull compression is not simulated: `pull` must be
+  // none.
+  CompressionConfig compression;
 
   absl::Status Validate() const;
 };
@@ -110,7 +128,10 @@ struct SimResult {
   int64_t not_applied = 0;     // accepted == false on shard 0
   int64_t over_tau_max = 0;    // pushes with tau > tau_max (when rejecting)
   int64_t refused_errors = 0;  // pushes the store refused with an error
-                               // (NaN/Inf gradient, ...)
+                               // (NaN/Inf gradient, ...), or that the
+                               // worker could not encode (NaN/Inf under a
+                               // scaled codec)
+  PushBytes push_bytes;        // all pushes: fp32 bytes vs encoded blocks
   int64_t spiked_steps = 0;    // steps that drew a delay spike
   double push_norm_mean = 0.0; // mean L2 norm of the pushed gradients
                                // (after lr decay, before server clipping)
