@@ -41,6 +41,8 @@
 
 namespace taups::cuda {
 
+// The most values one device call takes: element indices stay 32-bit, with
+// room for a whole bucket past the last element.
 inline constexpr uint64_t kMaxDeviceElements =
     (uint64_t{1} << 32) - (uint64_t{1} << 21);
 
