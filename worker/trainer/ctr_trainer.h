@@ -10,6 +10,9 @@
 // which suits the very uneven update frequency of Zipf-distributed ids; the
 // accumulator starts small (kCtrAdagradInitialAccumulator) so a rare id's
 // first updates are not damped (the pushed gradients are batch means).
+// options.compression applies to the dense table as given and to the
+// embedding table without error feedback and accumulation (dense-only
+// features); with accumulation the clock moves once per dense push sent.
 //
 // Data. The planted model and every example are fixed by --seed (the same
 // on every worker). The training set is examples [0, ctr_examples) of the
@@ -25,6 +28,11 @@
 // eval set every eval_every steps, whenever this worker finishes an epoch
 // and after the last step; each evaluation logs a line with log-loss, excess
 // log-loss over the planted model and AUC, and goes into the summary.
+//
+// With options.row_tau the embedding pulls ask for row versions, and the
+// per-row τ of every embedding push is split into head and tail ids
+// (head_tail_row_tau.h): a line per progress window and "row_tau" in the
+// summary.
 //
 // Thread-compatible: runs on the calling thread.
 #ifndef TAUPS_WORKER_TRAINER_CTR_TRAINER_H_
