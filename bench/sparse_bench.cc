@@ -2,10 +2,14 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "bench/key_sampler.h"
+#include "bench/row_map_reference.h"
+#include "common/initializer.h"
 #include "common/status_macros.h"
 
 namespace taups::bench {
@@ -22,6 +26,12 @@ struct References {
   Measurement pull_raw;  // keys up, then values down: two unary calls
   Measurement push_raw;  // keys + gradients up: one unary call
   double memcpy_gbps = 0;
+};
+
+// The hash-map reference's figures for one key set (absent: no reference
+// for this dim).
+struct MapFigures {
+  std::optional<Measurement> cold, warm, push;
 };
 
 TableConfig SparseConfig(const std::string& name, uint32_t dim) {
@@ -68,14 +78,167 @@ absl::StatusOr<References> MeasureReferences(const SparseBenchConfig& config,
   return refs;
 }
 
+// The hash map doing a cold pull (fresh map), warm pulls and pushes of `keys`.
+absl::StatusOr<MapFigures> MeasureMap(const SparseBenchConfig& config,
+                                      const std::vector<uint64_t>& keys,
+                                      const Initializer& init) {
+  MapFigures figures;
+  std::unique_ptr<RowMapReference> map = RowMapReference::Create(config.dim);
+  if (map == nullptr) return figures;
+  std::vector<float> out(keys.size() * config.dim);
+  const std::vector<float> gradients(keys.size() * config.dim, 1e-4f);
+  Measurement cold;
+  for (int r = 0; r < config.cold_repeats; ++r) {
+    map->Clear();
+    ASSIGN_OR_RETURN(Measurement once, MeasureOnce([&]() -> absl::Status {
+                       map->Pull(keys, absl::MakeSpan(out), init);
+                       KeepMemory(out.data());
+                       return absl::OkStatus();
+                     }));
+    cold = Combine(cold, once);
+  }
+  figures.cold = cold;
+  ASSIGN_OR_RETURN(figures.warm,
+                   Measure(config.measure, [&]() -> absl::Status {
+                     map->Pull(keys, absl::MakeSpan(out), init);
+                     KeepMemory(out.data());
+                     return absl::OkStatus();
+                   }));
+  ASSIGN_OR_RETURN(figures.push,
+                   Measure(config.measure, [&]() -> absl::Status {
+                     map->Push(keys, gradients, 0.01f);
+                     return absl::OkStatus();
+                   }));
+  return figures;
+}
+
+absl::StatusOr<uint64_t> EvictionsOf(Client* client, const std::string& table) {
+  ASSIGN_OR_RETURN(std::vector<TableShardStats> shards, client->Stats(table));
+  uint64_t evictions = 0;
+  for (const TableShardStats& s : shards) evictions += s.sparse_evictions;
+  return evictions;
+}
+
+class SparseReport {
+ public:
+  SparseReport(const SparseBenchConfig& config, const References& refs)
+      : config_(config),
+        refs_(refs),
+        payload_(config.rows * (sizeof(uint64_t) + config.dim * sizeof(float))),
+        table_({"op", "keys", "cluster", "unique keys", "ms/call", "Mrows/s",
+                "GB/s", "GB/cpu-s", "evicted/call", "map Mrows/s", "map GB/s",
+                "÷ map", "raw GB/s", "÷ raw", "memcpy GB/s"},
+               /*left_columns=*/3) {}
+
+  void Add(const char* op, const char* keys, const BenchCluster& c,
+           double unique, const Measurement& m, const Measurement& raw,
+           const std::optional<Measurement>& map,
+           std::optional<double> evicted_per_call = std::nullopt,
+           std::optional<double> map_evicted_per_call = std::nullopt) {
+    const double gbps = m.GigabytesPerSecond(payload_);
+    const double raw_gbps = raw.GigabytesPerSecond(payload_);
+    const double map_gbps = map ? map->GigabytesPerSecond(payload_) : 0;
+    std::fprintf(stderr, "  sparse %-14s %-7s %-9s %8.3f GB/s  map %8.3f GB/s\n",
+                 op, keys, c.label.c_str(), gbps, map_gbps);
+    std::string evicted = "";
+    if (evicted_per_call) {
+      evicted = FormatNumber(*evicted_per_call);
+      if (map_evicted_per_call) {
+        absl::StrAppend(&evicted, " (map ", FormatNumber(*map_evicted_per_call), ")");
+      }
+    }
+    table_.AddRow(
+        {op, keys, c.label, FormatNumber(unique),
+         FormatNumber(m.MillisecondsPerIteration()),
+         FormatNumber(m.IterationsPerSecond() * config_.rows / 1e6),
+         FormatNumber(gbps), FormatNumber(m.GigabytesPerCpuSecond(payload_)),
+         evicted,
+         map ? FormatNumber(map->IterationsPerSecond() * config_.rows / 1e6) : "n/a",
+         map ? FormatNumber(map_gbps) : "n/a",
+         map ? absl::StrCat(FormatNumber(gbps / map_gbps), "×") : "n/a",
+         FormatNumber(raw_gbps), absl::StrCat(FormatNumber(gbps / raw_gbps), "×"),
+         FormatNumber(refs_.memcpy_gbps)});
+  }
+  ReportTable Take() { return std::move(table_); }
+
+ private:
+  const SparseBenchConfig& config_;
+  const References& refs_;
+  const double payload_;
+  ReportTable table_;
+};
+
+// Pulls of a table bounded to config.evict_max_rows rows per shard, cycling
+// through `batches`, next to the hash map bounded to the cluster's total.
+absl::Status RunEvictionRows(const SparseBenchConfig& config,
+                             const std::vector<std::vector<uint64_t>>& batches,
+                             double mean_unique, BenchCluster* c,
+                             const References& refs, SparseReport* report) {
+  Client* client = c->client.get();
+  std::vector<float> rows(config.rows * config.dim, 0.0f);
+  const SparseEvictionKind kinds[] = {SparseEvictionKind::kLru,
+                                      SparseEvictionKind::kLfu};
+  for (SparseEvictionKind kind : kinds) {
+    const std::string name =
+        absl::StrCat(config.table_prefix, "sparse_evict_",
+                     SparseEvictionKindName(kind), "_", c->num_shards);
+    TableConfig table = SparseConfig(name, config.dim);
+    table.sparse_max_rows = config.evict_max_rows;
+    table.sparse_eviction = kind;
+    RETURN_IF_ERROR(client->CreateTable(table));
+    size_t next = 0;
+    uint64_t calls = 0;
+    auto pull = [&]() -> absl::Status {
+      ++calls;
+      return client
+          ->PullSparse(name, batches[next++ % batches.size()],
+                       absl::MakeSpan(rows))
+          .status();
+    };
+    // Fill the table first, so every timed call runs against a full one.
+    for (size_t b = 0; b < batches.size(); ++b) RETURN_IF_ERROR(pull());
+    ASSIGN_OR_RETURN(const uint64_t evictions_before, EvictionsOf(client, name));
+    calls = 0;
+    ASSIGN_OR_RETURN(Measurement m, Measure(config.measure, pull));
+    ASSIGN_OR_RETURN(const uint64_t evictions_after, EvictionsOf(client, name));
+    const double evicted =
+        static_cast<double>(evictions_after - evictions_before) / calls;
+
+    // The hash map with FIFO eviction and the same total room.
+    std::optional<Measurement> map_m;
+    std::optional<double> map_evicted;
+    if (auto map = RowMapReference::Create(config.dim)) {
+      const Initializer init(table.initializer, name);
+      const size_t room = config.evict_max_rows * c->num_shards;
+      size_t map_next = 0;
+      uint64_t map_calls = 0;
+      auto map_pull = [&]() -> absl::Status {
+        ++map_calls;
+        map->PullBounded(batches[map_next++ % batches.size()],
+                         absl::MakeSpan(rows), init, room);
+        KeepMemory(rows.data());
+        return absl::OkStatus();
+      };
+      for (size_t b = 0; b < batches.size(); ++b) RETURN_IF_ERROR(map_pull());
+      const uint64_t before = map->evictions();
+      map_calls = 0;
+      ASSIGN_OR_RETURN(map_m, Measure(config.measure, map_pull));
+      map_evicted = static_cast<double>(map->evictions() - before) / map_calls;
+    }
+    const std::string op = absl::StrCat("pull evict ", SparseEvictionKindName(kind));
+    report->Add(op.c_str(), "zipf", *c, mean_unique, m, refs.pull_raw, map_m,
+                evicted, map_evicted);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ReportTable> RunSparseBench(
     const SparseBenchConfig& config, absl::Span<BenchCluster* const> clusters,
     RawTransferClient* raw) {
-  const size_t payload =
-      config.rows * (sizeof(uint64_t) + config.dim * sizeof(float));
   ASSIGN_OR_RETURN(References refs, MeasureReferences(config, raw));
+  SparseReport report(config, refs);
 
   std::vector<KeySet> key_sets;
   key_sets.push_back(
@@ -84,32 +247,18 @@ absl::StatusOr<ReportTable> RunSparseBench(
                                        config.zipf_exponent, config.seed)});
   for (KeySet& set : key_sets) set.unique = CountUnique(set.keys);
 
-  ReportTable table(
-      {"op", "keys", "cluster", "unique keys", "ms/call", "Mrows/s", "GB/s",
-       "GB/cpu-s", "raw GB/s", "raw GB/cpu-s", "÷ raw", "memcpy GB/s"},
-      /*left_columns=*/3);
   std::vector<float> rows(config.rows * config.dim, 0.0f);
   const std::vector<float> gradients(config.rows * config.dim, 1e-4f);
 
   for (const KeySet& set : key_sets) {
+    // The same initializer as the tables below, so creating a row costs the
+    // map what it costs a shard.
+    const TableConfig like = SparseConfig("bench_map", config.dim);
+    ASSIGN_OR_RETURN(MapFigures map,
+                     MeasureMap(config, set.keys,
+                                Initializer(like.initializer, like.name)));
     for (BenchCluster* c : clusters) {
       Client* client = c->client.get();
-      const auto add_row = [&](const char* op, const Measurement& m,
-                               const Measurement& raw_m) {
-        const double gbps = m.GigabytesPerSecond(payload);
-        const double raw_gbps = raw_m.GigabytesPerSecond(payload);
-        std::fprintf(stderr, "  sparse %-9s %-7s %-16s %8.3f GB/s\n", op,
-                     set.name, c->label.c_str(), gbps);
-        table.AddRow({op, set.name, c->label, absl::StrCat(set.unique),
-                      FormatNumber(m.MillisecondsPerIteration()),
-                      FormatNumber(m.IterationsPerSecond() * config.rows / 1e6),
-                      FormatNumber(gbps),
-                      FormatNumber(m.GigabytesPerCpuSecond(payload)),
-                      FormatNumber(raw_gbps),
-                      FormatNumber(raw_m.GigabytesPerCpuSecond(payload)),
-                      absl::StrCat(FormatNumber(gbps / raw_gbps), "×"),
-                      FormatNumber(refs.memcpy_gbps)});
-      };
       const auto pull = [&](const std::string& name) {
         return [&, name]() -> absl::Status {
           return client->PullSparse(name, set.keys, absl::MakeSpan(rows))
@@ -126,10 +275,12 @@ absl::StatusOr<ReportTable> RunSparseBench(
         ASSIGN_OR_RETURN(Measurement once, MeasureOnce(pull(name)));
         cold = Combine(cold, once);
       }
-      add_row("pull cold", cold, refs.pull_raw);
+      report.Add("pull cold", set.name, *c, set.unique, cold, refs.pull_raw,
+                 map.cold);
 
       ASSIGN_OR_RETURN(Measurement warm, Measure(config.measure, pull(name)));
-      add_row("pull warm", warm, refs.pull_raw);
+      report.Add("pull warm", set.name, *c, set.unique, warm, refs.pull_raw,
+                 map.warm);
 
       ASSIGN_OR_RETURN(
           Measurement push, Measure(config.measure, [&]() -> absl::Status {
@@ -141,10 +292,28 @@ absl::StatusOr<ReportTable> RunSparseBench(
             }
             return absl::OkStatus();
           }));
-      add_row("push", push, refs.push_raw);
+      report.Add("push", set.name, *c, set.unique, push, refs.push_raw,
+                 map.push);
     }
   }
-  return table;
+
+  // Eviction, with Zipf keys: batches drawn with other seeds, so each call
+  // brings keys the table has not kept.
+  std::vector<std::vector<uint64_t>> batches;
+  double unique = 0;
+  for (int b = 0; b < config.evict_batches; ++b) {
+    batches.push_back(ZipfKeys(config.rows, config.key_space,
+                               config.zipf_exponent, config.seed + 1 + b));
+    unique += static_cast<double>(CountUnique(batches.back()));
+  }
+  unique /= std::max(1, config.evict_batches);
+  if (!batches.empty()) {
+    for (BenchCluster* c : clusters) {
+      RETURN_IF_ERROR(
+          RunEvictionRows(config, batches, unique, c, refs, &report));
+    }
+  }
+  return report.Take();
 }
 
 }  // namespace taups::bench

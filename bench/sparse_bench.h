@@ -1,7 +1,10 @@
 // The sparse half of throughput_bench: PullSparse and PushSparse of one batch
 // of `rows` keys (uniformly random, and Zipf-distributed) against each
 // cluster. The first pull of a fresh table also creates its rows and is
-// reported apart from warm pulls. Next to each: raw gRPC moving the same
+// reported apart from warm pulls. With Zipf keys, pulls of a table bounded
+// far below the keys it sees (so most pulls evict), under LRU and LFU. Next
+// to each: a plain absl::flat_hash_map<uint64_t, row> doing the same to the
+// same keys in this process (RowMapReference), raw gRPC moving the same
 // bytes (keys + values) and a local memcpy of them.
 #ifndef TAUPS_BENCH_SPARSE_BENCH_H_
 #define TAUPS_BENCH_SPARSE_BENCH_H_
@@ -28,6 +31,10 @@ struct SparseBenchConfig {
   double zipf_exponent = 1.1;
   uint64_t seed = 1;
   MeasureOptions measure;  // warm pulls and pushes
+  // Eviction rows: tables limited to this many rows per shard, pulled with
+  // `evict_batches` different Zipf batches in turn so the hot set drifts.
+  uint64_t evict_max_rows = 4096;
+  int evict_batches = 8;
   // Table names are "<prefix>sparse_<keys>_<shards>_<repeat>".
   std::string table_prefix = "bench_";
 };

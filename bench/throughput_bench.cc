@@ -73,6 +73,12 @@ ABSL_FLAG(uint32_t, sparse_dim, 16, "Floats per sparse row.");
 ABSL_FLAG(int, sparse_cold_repeats, 3,
           "Fresh sparse tables whose first pull (which creates the rows) is "
           "timed; the figure is their mean.");
+ABSL_FLAG(uint64_t, sparse_evict_rows, 4096,
+          "Row limit per shard of the eviction tables (pull evict lru/lfu), "
+          "far below the distinct keys one call brings.");
+ABSL_FLAG(int, sparse_evict_batches, 8,
+          "Different Zipf batches the eviction rows pull in turn; 0 skips "
+          "them.");
 ABSL_FLAG(uint64_t, key_space, uint64_t{1} << 24,
           "Sparse keys are drawn from [0, key_space).");
 ABSL_FLAG(double, zipf_exponent, 1.1,
@@ -188,6 +194,10 @@ std::string FlagLine() {
       absl::StrCat("--sparse_dim=", absl::GetFlag(FLAGS_sparse_dim)));
   parts.push_back(absl::StrCat("--sparse_cold_repeats=",
                                absl::GetFlag(FLAGS_sparse_cold_repeats)));
+  parts.push_back(absl::StrCat("--sparse_evict_rows=",
+                               absl::GetFlag(FLAGS_sparse_evict_rows)));
+  parts.push_back(absl::StrCat("--sparse_evict_batches=",
+                               absl::GetFlag(FLAGS_sparse_evict_batches)));
   parts.push_back(absl::StrCat("--key_space=", absl::GetFlag(FLAGS_key_space)));
   parts.push_back(
       absl::StrCat("--zipf_exponent=", absl::GetFlag(FLAGS_zipf_exponent)));
@@ -250,12 +260,16 @@ absl::Status Run() {
   sparse.key_space = absl::GetFlag(FLAGS_key_space);
   sparse.zipf_exponent = absl::GetFlag(FLAGS_zipf_exponent);
   sparse.seed = absl::GetFlag(FLAGS_seed);
+  sparse.evict_max_rows = absl::GetFlag(FLAGS_sparse_evict_rows);
+  sparse.evict_batches = absl::GetFlag(FLAGS_sparse_evict_batches);
   sparse.measure = measure;
   if (sparse.rows == 0 || sparse.dim == 0 || sparse.cold_repeats < 1 ||
-      sparse.key_space == 0 || !(sparse.zipf_exponent > 1.0)) {
+      sparse.key_space == 0 || !(sparse.zipf_exponent > 1.0) ||
+      sparse.evict_max_rows < 64 || sparse.evict_batches < 0) {
     return absl::InvalidArgumentError(
         "--sparse_rows, --sparse_dim, --sparse_cold_repeats and --key_space "
-        "must be positive and --zipf_exponent above 1");
+        "must be positive, --zipf_exponent above 1, --sparse_evict_rows at "
+        "least 64 and --sparse_evict_batches not negative");
   }
 
   ClientOptions client_options;

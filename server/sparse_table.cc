@@ -154,11 +154,9 @@ Histogram SparseTable::row_tau() const {
   return row_tau_;
 }
 
-uint32_t SparseTable::FindOrCreateLocked(Stripe& stripe, uint64_t key,
-                                         int64_t now_ns) {
-  uint32_t slot = stripe.rows.Find(key, now_ns);
-  if (slot != StripeRows::kNoSlot) return slot;
-  slot = stripe.rows.Create(key, now_ns);
+uint32_t SparseTable::CreateLocked(Stripe& stripe, uint64_t key,
+                                   int64_t now_ns) {
+  const uint32_t slot = stripe.rows.Create(key, now_ns);
   if (slot != StripeRows::kNoSlot) {
     float* row = stripe.rows.row(slot);
     initializer_.FillRow(key, absl::MakeSpan(row, dim_));

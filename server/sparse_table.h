@@ -115,8 +115,14 @@ class SparseTable final : public Table {
   template <typename Fn>
   void ForEachKeyByStripe(absl::Span<const uint64_t> keys, Fn&& fn) const;
   // The slot of `key`'s row, created (and initialized) if absent; kNoSlot
-  // if not admitted.
+  // if not admitted. Inline: the warm path is one hash lookup.
   uint32_t FindOrCreateLocked(Stripe& stripe, uint64_t key, int64_t now_ns)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu) {
+    const uint32_t slot = stripe.rows.Find(key, now_ns);
+    return slot != StripeRows::kNoSlot ? slot : CreateLocked(stripe, key, now_ns);
+  }
+  // A new initialized row for `key` (absent); kNoSlot if not admitted.
+  uint32_t CreateLocked(Stripe& stripe, uint64_t key, int64_t now_ns)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
   // Records the taus `sink` measured (counted rows only) in row_tau_.
   void RecordRowTau(const RowTauSink& sink, absl::Span<const uint8_t> counted);

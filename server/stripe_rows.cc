@@ -11,6 +11,7 @@ StripeRows::StripeRows(size_t row_stride, const StripeOptions& options)
       max_rows_(options.max_rows),
       eviction_(options.eviction),
       ttl_ns_(options.ttl_ns),
+      tracks_use_(options.max_rows > 0 || options.ttl_ns > 0),
       recency_(options.max_rows),
       lfu_(options.max_rows),
       admission_(options.admit_after, options.admit_probability,
@@ -28,10 +29,7 @@ void StripeRows::Detach(uint32_t slot) {
   if (uses_lfu()) lfu_.Remove(slot);
 }
 
-uint32_t StripeRows::Find(uint64_t key, int64_t now_ns) {
-  auto it = slot_of_.find(key);
-  if (it == slot_of_.end()) return kNoSlot;
-  const uint32_t slot = it->second;
+uint32_t StripeRows::FindTracked(uint32_t slot, int64_t now_ns) {
   if (Expired(slot, now_ns)) {
     Detach(slot);
     GrowCapped(free_slots_, free_slots_.size() + 1, max_rows_);

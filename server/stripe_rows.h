@@ -56,7 +56,12 @@ class StripeRows {
 
   // The slot of `key`'s row, counted as a touch at `now_ns`; kNoSlot if
   // the key has no row (an expired row is removed here and counted).
-  uint32_t Find(uint64_t key, int64_t now_ns);
+  uint32_t Find(uint64_t key, int64_t now_ns) {
+    auto it = slot_of_.find(key);
+    if (it == slot_of_.end()) return kNoSlot;
+    // An unbounded stripe without a ttl keeps no use records: done.
+    return tracks_use_ ? FindTracked(it->second, now_ns) : it->second;
+  }
   // A new row for `key` (which has none), touched at `now_ns`, making room
   // if the stripe is full; kNoSlot if the key is not admitted yet. Its
   // version is 0; the caller fills row().
@@ -88,6 +93,8 @@ class StripeRows {
   bool Expired(uint32_t slot, int64_t now_ns) const {
     return ttl_ns_ > 0 && now_ns - touched_ns_[slot] >= ttl_ns_;
   }
+  // Find's second half when tracks_use_: expiry, then the touch.
+  uint32_t FindTracked(uint32_t slot, int64_t now_ns);
   void Touch(uint32_t slot, int64_t now_ns);
   // Takes `slot`'s row out of the index and the orders; the slot is free.
   void Detach(uint32_t slot);
@@ -99,6 +106,7 @@ class StripeRows {
   const size_t max_rows_;
   const SparseEvictionKind eviction_;
   const int64_t ttl_ns_;
+  const bool tracks_use_;  // max_rows_ > 0 || ttl_ns_ > 0
   absl::flat_hash_map<uint64_t, uint32_t> slot_of_;
   std::vector<float> arena_;
   std::vector<uint64_t> key_of_;      // per slot
