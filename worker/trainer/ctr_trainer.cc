@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <future>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@
 #include "worker/trainer/binary_metrics.h"
 #include "worker/trainer/ctr_evaluation.h"
 #include "worker/trainer/deterministic_rng.h"
+#include "worker/trainer/head_tail_row_tau.h"
 #include "worker/trainer/shard_sampler.h"
 #include "worker/trainer/status_context.h"
 #include "worker/trainer/table_setup.h"
@@ -127,6 +129,23 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
       dense_config.optimizer.learning_rate, options.ctr_examples,
       sampler.shard_size(), eval_n, backend.description());
 
+  // --row_tau: pull rows with their versions, sort the pushes' per-row τ
+  // into head and tail ids.
+  std::optional<HeadTailRowTau> row_tau;
+  SparsePullOptions sparse_pull_options;
+  if (options.row_tau) {
+    ASSIGN_OR_RETURN(std::vector<uint32_t> cutoffs,
+                     HeadRankCutoffs(generator.spec().schema,
+                                     options.row_tau_head_min_probability));
+    row_tau.emplace(std::move(cutoffs), options.row_tau_head_min_probability);
+    sparse_pull_options.row_versions = true;
+    spdlog::info(
+        "ctr worker {}: per-row tau on; {} head ids (in >= {:.3g} of "
+        "examples), the rest tail",
+        options.worker_id, row_tau->head_ids(),
+        options.row_tau_head_min_probability);
+  }
+
   CtrModel model(shape, &backend);
   std::vector<float> dense(shape.num_dense_params());
   std::vector<float> dense_grad(dense.size());
@@ -176,7 +195,8 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
     std::future<absl::StatusOr<PullInfo>> dense_future =
         client.PullDenseAsync(dense_config.name, absl::MakeSpan(dense));
     absl::StatusOr<PullInfo> sparse_pull =
-        client.PullSparse(sparse_config.name, keys, absl::MakeSpan(rows));
+        client.PullSparse(sparse_config.name, keys, absl::MakeSpan(rows),
+                          sparse_pull_options);
     absl::StatusOr<PullInfo> dense_pull = dense_future.get();
     if (!sparse_pull.ok()) {
       return WithContext(sparse_pull.status(), where + ": PullSparse");
@@ -214,6 +234,7 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
       progress.RecordPush(*dense_pushed);
     }
     progress.RecordPush(*sparse_push);
+    if (row_tau.has_value()) row_tau->Add(keys, *sparse_push);
     progress.RecordStep(batch, loss);
     examples_done += batch;
     window_scores.insert(window_scores.end(), probs.begin(), probs.end());
@@ -224,6 +245,10 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
                          absl::Now());
       window_scores.clear();
       window_labels.clear();
+      if (row_tau.has_value()) {
+        spdlog::info("ctr worker {} step {} row tau {}", options.worker_id,
+                     progress.steps(), row_tau->Describe());
+      }
     }
     const int64_t done = step + 1;
     const int64_t epochs_done = examples_done / sampler.shard_size();
@@ -258,6 +283,7 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
   summary.planted_auc = last_eval.planted_auc;
   summary.constant_logloss = last_eval.constant_logloss;
   summary.epochs = static_cast<double>(examples_done) / sampler.shard_size();
+  if (row_tau.has_value()) summary.row_tau = row_tau->Summary();
   for (const TableConfig* table : {&dense_config, &sparse_config}) {
     ASSIGN_OR_RETURN(TransferCounters transfers, client.Transfers(table->name));
     summary.push_raw_bytes += transfers.push_raw_bytes;

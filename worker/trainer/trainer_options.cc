@@ -94,6 +94,12 @@ absl::Status TrainerOptions::Validate() const {
       }
     }
   }
+  if (!(row_tau_head_min_probability > 0.0 &&
+        row_tau_head_min_probability <= 1.0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "row_tau_head_min_probability must be in (0, 1], got ",
+        row_tau_head_min_probability));
+  }
   if (eval_every < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("eval_every ", eval_every, " < 0"));

@@ -36,6 +36,8 @@ inline constexpr int kDefaultCtrBatchSize = 256;
 // ctr defaults (see TrainerOptions).
 inline constexpr int kDefaultCtrEmbeddingDim = 16;
 inline constexpr int64_t kDefaultCtrExamples = 1000000;
+// ctr --row_tau: an id in at least 1 of 256 examples is a head id.
+inline constexpr double kDefaultRowTauHeadMinProbability = 1.0 / 256.0;
 
 struct TrainerOptions {
   ModelKind model = ModelKind::kMlp;
@@ -79,6 +81,12 @@ struct TrainerOptions {
   // Steps between evaluations on the eval set; 0 = only when an epoch over
   // this worker's shard ends and after the last step (both happen anyway).
   int64_t eval_every = 0;
+  // ctr only. Pull embedding rows with their row versions and report the
+  // per-row τ of the embedding pushes, head ids against tail ids (an id is
+  // head when its probability per example is at least
+  // row_tau_head_min_probability; see head_tail_row_tau.h).
+  bool row_tau = false;
+  double row_tau_head_min_probability = kDefaultRowTauHeadMinProbability;
   // Straggler demonstration: after computing each step's gradient, stall for
   // (slowdown - 1) times the time the computation took. 1 = no stall.
   double slowdown = 1.0;

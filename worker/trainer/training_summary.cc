@@ -24,6 +24,13 @@ std::string Quoted(const std::string& s) {
   return out + "\"";
 }
 
+std::string GroupJson(const RowTauGroupStats& g) {
+  return absl::StrCat("{\"count\":", g.count, ",\"zero\":",
+                      Number(g.zero_share), ",\"mean\":", Number(g.mean),
+                      ",\"p50\":", Number(g.p50), ",\"p99\":", Number(g.p99),
+                      ",\"max\":", Number(g.max), "}");
+}
+
 }  // namespace
 
 std::string TrainingSummary::ToJson() const {
@@ -59,6 +66,14 @@ std::string TrainingSummary::ToJson() const {
                       ",\"auc\":", Number(e.auc), "}");
     }
     absl::StrAppend(&json, "]");
+  }
+  if (row_tau.has_value()) {
+    absl::StrAppend(&json, ",\"row_tau\":{\"head_min_prob\":",
+                    Number(row_tau->head_min_probability),
+                    ",\"head_ids\":", row_tau->head_ids,
+                    ",\"head\":", GroupJson(row_tau->head),
+                    ",\"tail\":", GroupJson(row_tau->tail),
+                    ",\"table\":", GroupJson(row_tau->table), "}");
   }
   return json + "}";
 }

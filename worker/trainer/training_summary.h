@@ -20,6 +20,27 @@ struct CtrEvalRecord {
   double auc = 0.0;
 };
 
+// Staleness of one group of measurements (ps_worker --row_tau): how many,
+// the share of them that was 0, their mean, p50, p99 and max.
+struct RowTauGroupStats {
+  uint64_t count = 0;
+  double zero_share = 0.0;
+  double mean = 0.0;
+  double p50 = 0.0;
+  double p99 = 0.0;
+  double max = 0.0;
+};
+
+// Per-row τ of the ctr embedding pushes, head ids vs tail ids, and the
+// table-level τ of the same pushes (see head_tail_row_tau.h).
+struct RowTauSummary {
+  double head_min_probability = 0.0;  // an id is head at or above this
+  uint64_t head_ids = 0;              // head ids over all fields
+  RowTauGroupStats head;   // one value per (push, distinct head row)
+  RowTauGroupStats tail;   // one value per (push, distinct tail row)
+  RowTauGroupStats table;  // one value per (push, touched shard)
+};
+
 struct TrainingSummary {
   std::string model;   // "mlp" | "ctr"
   uint32_t worker_id = 0;
@@ -45,9 +66,12 @@ struct TrainingSummary {
   std::optional<double> constant_logloss;  // best constant predictor
   std::optional<double> epochs;            // passes over the worker's shard
   std::vector<CtrEvalRecord> evals;        // in step order; last = final
+  std::optional<RowTauSummary> row_tau;    // ctr with --row_tau
 
   // One line of JSON, no trailing newline; optional fields only when set,
-  // "evals" (an array of objects) only when not empty.
+  // "evals" (an array of objects) only when not empty; "row_tau" (an object
+  // with head_min_prob, head_ids and head / tail / table objects of count,
+  // zero (share of τ = 0), mean, p50, p99, max) only when set.
   // Non-finite numbers are written as null.
   std::string ToJson() const;
 };

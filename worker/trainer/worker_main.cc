@@ -94,6 +94,14 @@ ABSL_FLAG(std::string, ctr_top_mlp, "64",
 ABSL_FLAG(int64_t, eval_every, 0,
           "ctr: also evaluate every N steps (0 = only at the end of each "
           "epoch over this worker's shard and after the last step)");
+ABSL_FLAG(bool, row_tau, false,
+          "ctr: pull embedding rows with their row versions and report the "
+          "per-row staleness of the embedding pushes for head ids and tail "
+          "ids separately (progress lines and the JSON's \"row_tau\")");
+ABSL_FLAG(double, row_tau_head_min_prob,
+          taups::trainer::kDefaultRowTauHeadMinProbability,
+          "ctr with --row_tau: an id is a head id when at least this fraction "
+          "of examples carries it (default 1/256); all others are tail ids");
 
 namespace taups::trainer {
 namespace {
@@ -136,6 +144,9 @@ absl::StatusOr<TrainerOptions> OptionsFromFlags() {
   ASSIGN_OR_RETURN(options.ctr_top_mlp,
                    ParseWidths("--ctr_top_mlp", absl::GetFlag(FLAGS_ctr_top_mlp)));
   options.eval_every = absl::GetFlag(FLAGS_eval_every);
+  options.row_tau = absl::GetFlag(FLAGS_row_tau);
+  options.row_tau_head_min_probability =
+      absl::GetFlag(FLAGS_row_tau_head_min_prob);
   ASSIGN_OR_RETURN(PolicyFlags policy, PolicyFromFlags(options.num_workers));
   options.consistency = policy.consistency;
   options.staleness = policy.staleness;
