@@ -3,7 +3,8 @@
 // best achievable (Bayes) log-loss on the same examples.
 //
 // Generator. Example `index` of a split (train or eval) is a pure function of
-// (spec.seed, split, index): an Rng seeded from those three draws, in order,
+// (spec.seed, split, index): an Rng seeded from those three values draws,
+// in order,
 //   1. the dense features: u_j ~ N(0, 1), count c_j = floor(exp(mu_j +
 //      sigma_j u_j)), feature x_j = log(1 + c_j), for j = 0..D-1;
 //   2. the ids: id_f ~ Zipf(s) over [0, cardinality_f), for f = 0..F-1;
