@@ -294,6 +294,37 @@ absl::StatusOr<ReportTable> RunSparseBench(
           }));
       report.Add("push", set.name, *c, set.unique, push, refs.push_raw,
                  map.push);
+
+      if (std::string(set.name) != "zipf") continue;
+      // The same with per-row versions: pulls return them, pushes send them
+      // back and get every key's tau.
+      SparsePullOptions with_versions;
+      with_versions.row_versions = true;
+      PullInfo basis;
+      ASSIGN_OR_RETURN(
+          Measurement versioned_pull,
+          Measure(config.measure, [&]() -> absl::Status {
+            absl::StatusOr<PullInfo> info = client->PullSparse(
+                name, set.keys, absl::MakeSpan(rows), with_versions);
+            if (!info.ok()) return info.status();
+            basis = *std::move(info);
+            return absl::OkStatus();
+          }));
+      report.Add("pull +versions", set.name, *c, set.unique, versioned_pull,
+                 refs.pull_raw, map.warm);
+      ASSIGN_OR_RETURN(
+          Measurement versioned_push,
+          Measure(config.measure, [&]() -> absl::Status {
+            absl::StatusOr<PushResult> result =
+                client->PushSparse(name, set.keys, gradients, &basis);
+            if (!result.ok()) return result.status();
+            if (result->row_taus.size() != set.keys.size()) {
+              return absl::InternalError("a push came back without row tau");
+            }
+            return absl::OkStatus();
+          }));
+      report.Add("push +row tau", set.name, *c, set.unique, versioned_push,
+                 refs.push_raw, map.push);
     }
   }
 

@@ -1,7 +1,8 @@
 // The sparse half of throughput_bench: PullSparse and PushSparse of one batch
 // of `rows` keys (uniformly random, and Zipf-distributed) against each
 // cluster. The first pull of a fresh table also creates its rows and is
-// reported apart from warm pulls. With Zipf keys, pulls of a table bounded
+// reported apart from warm pulls. With Zipf keys, also pulls that return
+// per-row versions and pushes that send them back, and pulls of a table bounded
 // far below the keys it sees (so most pulls evict), under LRU and LFU. Next
 // to each: a plain absl::flat_hash_map<uint64_t, row> doing the same to the
 // same keys in this process (RowMapReference), raw gRPC moving the same
