@@ -146,10 +146,12 @@ struct TableConfig {
   uint64_t sparse_max_bytes = 0;
   // lru: evict the stripe's least recently used row (a row is used by every
   // pull and push that touches it). lfu: evict the row touched the fewest
-  // times since it was admitted (each pull or push of the key counts once;
-  // the admitting touch counts as the first); among rows with equally few
-  // touches, the least recently used one. Both are exact per stripe, O(1)
-  // per touch.
+  // times since it was admitted (every occurrence of the key in a pull or
+  // push request counts one, and the client sends each key once per
+  // request; the admitting touch counts as the first; counts saturate at
+  // 2^32 - 1); among rows with equally few touches, the least recently used
+  // one. Both are exact per stripe and O(1) per touch. A row's count starts
+  // over when it comes back after eviction or expiry.
   SparseEvictionKind sparse_eviction = SparseEvictionKind::kLru;
   // > 0: a row not touched for this many seconds (of the shard's clock) is
   // expired: removed by the shard's periodic tick, or on its next touch,
