@@ -44,6 +44,13 @@ absl::Status TrainerOptions::Validate() const {
   if (num_workers == 0) {
     return absl::InvalidArgumentError("num_workers must be >= 1");
   }
+  if (model == ModelKind::kCtr && compression.accumulate_steps > 1) {
+    // Its embedding rows change every step; a deferred dense push would
+    // also leave a barrier step without this worker's gradient.
+    return absl::InvalidArgumentError(
+        "--accumulate_steps > 1 is for --model=mlp (ctr pushes sparse rows "
+        "every step)");
+  }
   if (worker_id >= num_workers) {
     return absl::InvalidArgumentError(absl::StrCat(
         "worker_id ", worker_id, " must be below num_workers ", num_workers));
