@@ -19,7 +19,11 @@
 // train split; worker w of W visits its shard (i % W == w) once per epoch in
 // an order reshuffled every epoch. The eval set is examples [0, n) of the
 // eval split, n = eval_examples (default kCtrDefaultTestExamples), the same
-// for every worker.
+// for every worker. Like real CTR models, the DLRM overfits after an epoch or
+// two: the rows of rare ids memorise their few examples, and when an epoch
+// starts on examples seen once more, the eval log-loss jumps (measured, 4
+// workers over 1M examples: 0.486, 0.484, 0.494 at the ends of epochs 1-3,
+// 0.541 70 steps into epoch 4).
 //
 // Each step: generate the batch, pull its embedding rows and the dense table
 // (concurrently), compute the mean log-loss gradient, push the dense gradient
