@@ -12,8 +12,10 @@ E_time.png (simulated time and final accuracy per run) and, where barrier
 runs exist, E_steps.png (distribution of how long each step waited).
 The compression experiments (compression_*, accumulation) get
 E_accuracy_progress.png (test accuracy against the fraction of the gradient
-budget) and E_wire.png (final accuracy against the bytes pushed) instead of
-the tau and step plots, which say nothing there (sync, equal compute times).
+budget) instead of the tau and step plots; the ladders (compression_*) also
+E_wire.png (final accuracy against the bytes pushed) and E_bars.png (wire
+fraction and final accuracy per run) in place of E_time.png, since every
+rung takes the same simulated time (the network is not simulated).
 Needs python3 and matplotlib (Debian: python3-matplotlib).
 """
 import argparse
@@ -167,7 +169,8 @@ def plot_progress(name, curves, out_dir):
     for run, rows in curves.items():
         x = [as_float(r["progress"]) for r in rows]
         acc = [100 * as_float(r["test_accuracy"]) for r in rows]
-        style = "-" if ("_ef" in run or run in ("fp32", "int8")) else "--"
+        ladder = name.startswith("compression")
+        style = "--" if ladder and "_ef" not in run and run not in ("fp32", "int8") else "-"
         ax.plot(x, acc, style, marker=".", label=run)
     ax.set_xlabel("fraction of the gradient budget")
     ax.set_ylabel("test accuracy (%)")
@@ -175,7 +178,8 @@ def plot_progress(name, curves, out_dir):
     ax.set_ylim(max(0, low - 10), min(100, max(finals) + 3))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, ncol=2)
-    ax.set_title(f"{name}: test accuracy along the run (dashed: no error feedback)")
+    note = " (dashed: no error feedback)" if name.startswith("compression") else ""
+    ax.set_title(f"{name}: test accuracy along the run{note}")
     fig.tight_layout()
     path = os.path.join(out_dir, f"{name}_accuracy_progress.png")
     fig.savefig(path, dpi=110)
@@ -208,6 +212,36 @@ def plot_wire(name, summary, out_dir):
     return path
 
 
+def plot_bars(name, summary, out_dir):
+    runs = [r["run"] for r in summary]
+    wire = [as_float(r["wire_fraction"]) for r in summary]
+    accs = [100 * as_float(r["final_accuracy"]) for r in summary]
+    colors = ["tab:green" if r.get("error_feedback") == "1" else "tab:red"
+              for r in summary]
+    fig, (wire_ax, acc_ax) = plt.subplots(1, 2, figsize=(12, 4.5))
+    wire_ax.barh(runs, wire, color=colors)
+    wire_ax.set_xscale("log")
+    wire_ax.set_xlabel("wire bytes / fp32 bytes per push (log scale)")
+    wire_ax.invert_yaxis()
+    acc_ax.barh(runs, accs, color=colors)
+    acc_ax.set_xlabel("final test accuracy (%)")
+    low = min(a for a in accs if not math.isnan(a))
+    acc_ax.set_xlim(max(0, min(low, 100) - 3), min(100, max(accs) + 3))
+    acc_ax.invert_yaxis()
+    acc_ax.set_yticklabels([])
+    for ax, values, fmt in ((wire_ax, wire, "{:.4f}"), (acc_ax, accs, "{:.2f}")):
+        for i, v in enumerate(values):
+            ax.text(v, i, " " + fmt.format(v), va="center", fontsize=8)
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle(f"{name}: bytes and accuracy per run "
+                 "(green: error feedback, red: none)")
+    fig.tight_layout()
+    path = os.path.join(out_dir, f"{name}_bars.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--csv_dir", required=True)
@@ -227,13 +261,13 @@ def main():
         if is_compression(name):
             curves = by_run(read_rows(base + "_curves.csv"))
             summary = read_rows(base + "_summary.csv")
-            written = [
-                plot_progress(name, curves, args.out_dir),
-                plot_wire(name, summary, args.out_dir),
-                plot_time(name, summary, args.out_dir),
-            ]
+            written = [plot_progress(name, curves, args.out_dir)]
             if name == "accumulation":
                 written.append(plot_curves(name, curves, args.out_dir))
+                written.append(plot_time(name, summary, args.out_dir))
+            else:
+                written.append(plot_wire(name, summary, args.out_dir))
+                written.append(plot_bars(name, summary, args.out_dir))
             for path in written:
                 if path:
                     print(f"wrote {path}")
