@@ -78,8 +78,9 @@ ABSL_FLAG(double, slowdown, 1.0,
           "(slowdown - 1) x the compute time (1 = no stall). For watching "
           "sync wait times grow and semi_sync hide them");
 ABSL_FLAG(int64_t, eval_examples, 0,
-          "Test examples evaluated at the end (0 = all: 10000 for mlp, 50000 "
-          "synthetic for ctr)");
+          "Test examples evaluated (0 = all: the 10000 Fashion-MNIST test "
+          "images for mlp, at the end; 50000 synthetic eval examples for "
+          "ctr, at every evaluation)");
 ABSL_FLAG(int32_t, embedding_dim, taups::trainer::kDefaultCtrEmbeddingDim,
           "ctr: width of every embedding row and of the bottom MLP's output");
 ABSL_FLAG(int64_t, ctr_examples, taups::trainer::kDefaultCtrExamples,
