@@ -92,7 +92,10 @@ void PrintHeader(TableFormat format) {
       "input: normal(0, 1e-3) float32 values; GB/s = 4 n bytes (the fp32 "
       "tensor) / wall time, 1 GB = 1e9 B, for encode and decode alike; "
       "decode = ParseHeader + DecodeBlock (the server's validation); wire = "
-      "block bytes (32-byte header included) / 4 n");
+      "block bytes (32-byte header included) / 4 n; GB/cpu-s = the same bytes "
+      "per second of this process's CPU time (every operation is "
+      "single-threaded, so it is what one core achieves, which other work on "
+      "the machine hardly changes)");
   if (format == TableFormat::kMarkdown) {
     std::printf("### tauPS codec benchmark (CPU)\n\n");
     for (const std::string& line : lines) std::printf("- %s\n", line.c_str());
@@ -122,6 +125,7 @@ absl::Status MeasureSize(size_t n, const std::vector<CodecVariant>& variants,
     return absl::OkStatus();
   }));
   const double memcpy_gbps = copy.GigabytesPerSecond(fp32_bytes);
+  const double memcpy_cpu = copy.GigabytesPerCpuSecond(fp32_bytes);
   std::fprintf(stderr, "  %zu floats: memcpy %.2f GB/s\n", n, memcpy_gbps);
 
   for (const CodecVariant& variant : variants) {
@@ -160,7 +164,10 @@ absl::Status MeasureSize(size_t n, const std::vector<CodecVariant>& variants,
                   FormatNumber(encode_gbps), FormatNumber(decode_gbps),
                   FormatNumber(memcpy_gbps),
                   absl::StrFormat("%.3f×", encode_gbps / memcpy_gbps),
-                  absl::StrFormat("%.3f×", decode_gbps / memcpy_gbps)});
+                  absl::StrFormat("%.3f×", decode_gbps / memcpy_gbps),
+                  FormatNumber(encode.GigabytesPerCpuSecond(fp32_bytes)),
+                  FormatNumber(decode.GigabytesPerCpuSecond(fp32_bytes)),
+                  FormatNumber(memcpy_cpu)});
   }
   return absl::OkStatus();
 }
@@ -186,7 +193,8 @@ absl::StatusOr<int> Run() {
   PrintHeader(format);
   ReportTable table({"codec", "rounding", "fp32 size", "wire size", "wire ÷ fp32",
                      "target", "ok", "encode GB/s", "decode GB/s",
-                     "memcpy GB/s", "encode ÷ memcpy", "decode ÷ memcpy"},
+                     "memcpy GB/s", "encode ÷ memcpy", "decode ÷ memcpy",
+                     "encode GB/cpu-s", "decode GB/cpu-s", "memcpy GB/cpu-s"},
                     /*left_columns=*/2);
   Totals totals;
   for (size_t n : sizes) {
