@@ -69,6 +69,26 @@ TEST_CASE("two shards, two async workers train the Fashion-MNIST MLP to 80%") {
   for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
 }
 
+TEST_CASE("real processes train with int2 gradients and error feedback") {
+  TempDir dir;
+  std::vector<Shard> shards = StartShards(dir.path(), 2);
+  const auto runs = RunWorkers(
+      dir, shards, 2,
+      {"--model=mlp", "--steps=600", "--batch_size=64", "--log_every=200",
+       "--seed=7", "--push_codec=int2", "--error_feedback", "--pull_codec=bf16"});
+  for (const WorkerRun& run : runs) {
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    CHECK(*JsonNumber(run.json, "test_accuracy") >= 0.78);
+    // 2 bits per value plus a scale per 512: about 1/16 of float32.
+    const double raw = *JsonNumber(run.json, "push_raw_bytes");
+    const double wire = *JsonNumber(run.json, "push_wire_bytes");
+    CHECK(raw == 600.0 * 101770 * 4);
+    CHECK(wire / raw < 0.07);
+  }
+  for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
+}
+
 TEST_CASE("sync across real processes: one model, no staleness, straggler named") {
   TempDir dir;
   std::vector<Shard> shards = StartShards(dir.path(), 2, {"--stats_interval_s=1"});
