@@ -13,39 +13,12 @@
 #include "ps.grpc.pb.h"
 #include "server/shard_server.h"
 #include "taups/client.h"
+#include "tests/inproc_cluster.h"
 
 namespace taups {
 namespace {
 
-// N shards on free loopback ports.
-struct Cluster {
-  explicit Cluster(uint32_t n) {
-    for (uint32_t s = 0; s < n; ++s) {
-      ShardServerOptions options;
-      options.shard_index = s;
-      options.num_shards = n;
-      options.listen_address = "127.0.0.1:0";
-      options.stats_interval = absl::ZeroDuration();
-      auto server = ShardServer::Start(options);
-      REQUIRE(server.ok());
-      addresses.push_back(absl::StrCat("127.0.0.1:", (*server)->port()));
-      shards.push_back(std::move(*server));
-    }
-  }
-  std::unique_ptr<Client> Connect(uint32_t worker_id,
-                                  size_t slice_bytes = size_t{1} << 20) {
-    ClientOptions options;
-    options.servers = addresses;
-    options.worker_id = worker_id;
-    options.slice_bytes = slice_bytes;
-    options.call_timeout = absl::Seconds(20);
-    auto client = Client::Connect(options);
-    REQUIRE(client.ok());
-    return std::move(*client);
-  }
-  std::vector<std::string> addresses;
-  std::vector<std::unique_ptr<ShardServer>> shards;
-};
+using Cluster = InProcessCluster;
 
 TableConfig Sgd(TableConfig config, float lr) {
   config.optimizer.learning_rate = lr;
