@@ -233,6 +233,15 @@ TEST_CASE("sparse rows travel encoded both ways, one bucket per row") {
         absl::StatusCode::kInvalidArgument);
   CHECK(client->SetCompression("nope", CompressionConfig{}).code() ==
         absl::StatusCode::kNotFound);
+  // Bucket size 0 means "one bucket per row": meaningless for a dense table.
+  REQUIRE(client->CreateTable(TableConfig::Dense("dense", 10)).ok());
+  CompressionConfig per_row;
+  per_row.push.codec = CodecKind::kInt8;
+  per_row.push.bucket_size = 0;
+  CHECK(client->SetCompression("dense", per_row).code() ==
+        absl::StatusCode::kInvalidArgument);
+  per_row.push.codec = CodecKind::kBf16;  // no scales: the bucket is unused
+  CHECK(client->SetCompression("dense", per_row).ok());
 }
 
 // A SliceEncoder over host memory, as a GPU one would encode on the device.

@@ -17,6 +17,13 @@ absl::Status GrpcClient::SetCompression(absl::string_view table,
         "table '", table_config.name,
         "' is sparse: error feedback and accumulation are for dense tables"));
   }
+  if (table_config.kind == TableKind::kDense && config.push.bucket_size == 0) {
+    absl::Status dense_ok = config.push.Validate();  // 0 = per row: sparse only
+    if (!dense_ok.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table '", table_config.name, "' is dense: ", dense_ok.message()));
+    }
+  }
   auto state = std::make_shared<TableCompression>(
       config, options_.worker_id,
       table_config.kind == TableKind::kDense ? table_config.dense_size : 0);
