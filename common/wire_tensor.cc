@@ -1,5 +1,7 @@
 #include "common/wire_tensor.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/aligned_view.h"
 #include "common/codec.h"
@@ -10,7 +12,8 @@ absl::StatusOr<absl::Span<const float>> GradientFromWire(
     absl::string_view bytes, bool encoded, uint64_t max_elements,
     std::vector<float>* scratch, absl::string_view what) {
   if (!encoded) return ViewAs<float>(bytes, scratch, what);
-  absl::StatusOr<BlockHeader> header = ParseHeader(bytes, max_elements);
+  absl::StatusOr<BlockHeader> header =
+      ParseHeader(bytes, std::min(max_elements, kMaxDecodedElements));
   if (!header.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": ", header.status().message()));

@@ -22,10 +22,17 @@
 
 namespace taups {
 
+// Most values one encoded block may decode to: what a raw float32 tensor of
+// the largest message (256 MiB) could carry. A top-k block is tiny next to
+// what it declares, so without this bound a few bytes could make the server
+// allocate gigabytes.
+inline constexpr uint64_t kMaxDecodedElements = uint64_t{1} << 26;
+
 // The float values `bytes` carries. Raw bytes are viewed in place when
 // aligned (else copied into `scratch`); a block is validated and decoded into
-// `scratch`. `max_elements` bounds what a block may declare (the allocation);
-// `what` names the field in errors.
+// `scratch`. A block may declare at most min(max_elements,
+// kMaxDecodedElements) values (that bounds the allocation); `what` names the
+// field in errors.
 absl::StatusOr<absl::Span<const float>> GradientFromWire(
     absl::string_view bytes, bool encoded, uint64_t max_elements,
     std::vector<float>* scratch, absl::string_view what);

@@ -374,6 +374,32 @@ TEST_CASE("malformed blocks get INVALID_ARGUMENT and leave the table as it was")
     CHECK(stub->PushSparse(&context, request, &response).error_code() ==
           grpc::StatusCode::INVALID_ARGUMENT);
   }
+  {
+    // A top-k block of one entry that declares 2^26 + 1 values for a sparse
+    // push whose keys x dim would allow them: refused before any allocation.
+    TableConfig wide = TableConfig::Sparse("wide", 4096);
+    REQUIRE(client->CreateTable(wide).ok());
+    std::vector<uint64_t> keys(16385);
+    for (uint64_t k = 0; k < keys.size(); ++k) keys[k] = k;
+    std::string block(32 + 8, '\0');
+    BlockHeader header;
+    header.codec = CodecKind::kTopK;
+    header.element_count = (uint64_t{1} << 26) + 1;
+    header.entry_count = 1;
+    WriteHeader(header, block.data());
+    const float one = 1.0f;
+    std::memcpy(block.data() + 36, &one, 4);
+    grpc::ClientContext context;
+    v1::PushSparseRequest request;
+    request.set_table("wide");
+    request.set_keys(std::string(reinterpret_cast<const char*>(keys.data()), 8 * keys.size()));
+    request.set_gradients(block);
+    request.set_encoded(true);
+    v1::PushResponse response;
+    grpc::Status status = stub->PushSparse(&context, request, &response);
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(status.error_message().find("more than the") != std::string::npos);
+  }
   for (auto [codec, bucket] : std::vector<std::pair<v1::Codec, uint32_t>>{
            {v1::CODEC_SIGN, 16}, {v1::CODEC_TOPK, 16}, {v1::CODEC_INT8, 0},
            {static_cast<v1::Codec>(42), 16}}) {
