@@ -96,14 +96,7 @@ void PrintHeader(TableFormat format) {
       "per second of this process's CPU time (every operation is "
       "single-threaded, so it is what one core achieves, which other work on "
       "the machine hardly changes)");
-  if (format == TableFormat::kMarkdown) {
-    std::printf("### tauPS codec benchmark (CPU)\n\n");
-    for (const std::string& line : lines) std::printf("- %s\n", line.c_str());
-  } else {
-    std::printf("tauPS codec benchmark (CPU)\n");
-    for (const std::string& line : lines) std::printf("  %s\n", line.c_str());
-  }
-  std::printf("\n");
+  PrintReportHeader(format, "tauPS codec benchmark (CPU)", lines);
 }
 
 struct Totals {

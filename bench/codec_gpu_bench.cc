@@ -39,6 +39,8 @@
 #include "common/status_macros.h"
 #include "common/usage.h"
 #include "cuda/codec_kernels.h"
+#include "cuda/cuda_status.h"
+#include "cuda/device_bytes.h"
 #include "cuda/cuda_device.h"
 
 ABSL_FLAG(std::vector<std::string>, sizes,
@@ -61,32 +63,6 @@ namespace taups::bench {
 namespace {
 
 using cuda::DeviceCodec;
-
-absl::Status Cuda(cudaError_t error, const char* what) {
-  if (error == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(
-      absl::StrCat(what, ": ", cudaGetErrorString(error)));
-}
-
-// cudaMalloc'ed bytes for the length of one size's measurements.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  ~DeviceBuffer() {
-    if (data_ != nullptr) cudaFree(data_);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  absl::Status Allocate(size_t bytes) {
-    return Cuda(cudaMalloc(&data_, bytes), "cudaMalloc");
-  }
-  float* floats() const { return static_cast<float*>(data_); }
-  char* chars() const { return static_cast<char*>(data_); }
-
- private:
-  void* data_ = nullptr;
-};
 
 // A stand-in gradient: normal(0, 1e-3) values, as codec_bench uses.
 std::vector<float> TestGradient(size_t n, uint64_t seed) {
@@ -116,23 +92,23 @@ absl::Status MeasureSize(size_t n, const std::vector<CodecVariant>& variants,
   for (const CodecVariant& v : variants) {
     block_capacity = std::max<size_t>(block_capacity, EncodedBytes(v.options, n));
   }
-  DeviceBuffer values, copy, out, residual, block;
-  RETURN_IF_ERROR(values.Allocate(4 * n));
-  RETURN_IF_ERROR(copy.Allocate(4 * n));
-  RETURN_IF_ERROR(out.Allocate(4 * n));
-  RETURN_IF_ERROR(residual.Allocate(4 * n));
-  RETURN_IF_ERROR(block.Allocate(block_capacity));
-  RETURN_IF_ERROR(Cuda(cudaMemcpy(values.floats(), gradient.data(), 4 * n,
+  cuda::DeviceBytes values, copy, out, residual, block;
+  RETURN_IF_ERROR(values.Reserve(4 * n));
+  RETURN_IF_ERROR(copy.Reserve(4 * n));
+  RETURN_IF_ERROR(out.Reserve(4 * n));
+  RETURN_IF_ERROR(residual.Reserve(4 * n));
+  RETURN_IF_ERROR(block.Reserve(block_capacity));
+  RETURN_IF_ERROR(cuda::CudaStatus(cudaMemcpy(values.as<float>(), gradient.data(), 4 * n,
                                   cudaMemcpyHostToDevice),
                        "cudaMemcpy(values)"));
   RETURN_IF_ERROR(
-      Cuda(cudaMemset(residual.floats(), 0, 4 * n), "cudaMemset(residual)"));
+      cuda::CudaStatus(cudaMemset(residual.as<float>(), 0, 4 * n), "cudaMemset(residual)"));
 
   ASSIGN_OR_RETURN(Measurement memcpy_time, Measure(measure, [&]() {
-    RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(copy.floats(), values.floats(), 4 * n,
+    RETURN_IF_ERROR(cuda::CudaStatus(cudaMemcpyAsync(copy.as<float>(), values.as<float>(), 4 * n,
                                          cudaMemcpyDeviceToDevice, 0),
                          "cudaMemcpyAsync"));
-    return Cuda(cudaStreamSynchronize(0), "cudaStreamSynchronize");
+    return cuda::CudaStatus(cudaStreamSynchronize(0), "cudaStreamSynchronize");
   }));
   const double memcpy_gbps = memcpy_time.GigabytesPerSecond(fp32_bytes);
   std::fprintf(stderr, "  %zu floats: device memcpy %.1f GB/s\n", n,
@@ -142,18 +118,18 @@ absl::Status MeasureSize(size_t n, const std::vector<CodecVariant>& variants,
     const CodecOptions& o = variant.options;
     std::string host_block, feedback_block;
     ASSIGN_OR_RETURN(Measurement encode_device, Measure(measure, [&]() {
-      return codec.EncodeToDeviceBlock(values.floats(), n, o, 0, block.chars());
+      return codec.EncodeToDeviceBlock(values.as<float>(), n, o, 0, block.as<char>());
     }));
     ASSIGN_OR_RETURN(Measurement encode_host, Measure(measure, [&]() {
-      return codec.Encode(values.floats(), n, o, 0, &host_block);
+      return codec.Encode(values.as<float>(), n, o, 0, &host_block);
     }));
     ASSIGN_OR_RETURN(Measurement encode_feedback, Measure(measure, [&]() {
-      return codec.EncodeWithFeedback(values.floats(), residual.floats(), n, 0,
+      return codec.EncodeWithFeedback(values.as<float>(), residual.as<float>(), n, 0,
                                       o, &feedback_block);
     }));
     // Both encoders must have made the same block.
     std::string device_copy(host_block.size(), '\0');
-    RETURN_IF_ERROR(Cuda(cudaMemcpy(device_copy.data(), block.chars(),
+    RETURN_IF_ERROR(cuda::CudaStatus(cudaMemcpy(device_copy.data(), block.as<char>(),
                                     device_copy.size(), cudaMemcpyDeviceToHost),
                          "cudaMemcpy(block)"));
     if (device_copy != host_block) {
@@ -162,10 +138,10 @@ absl::Status MeasureSize(size_t n, const std::vector<CodecVariant>& variants,
     }
     ASSIGN_OR_RETURN(const BlockHeader header, ParseHeader(host_block, n));
     ASSIGN_OR_RETURN(Measurement decode_device, Measure(measure, [&]() {
-      return codec.DecodeDeviceBlock(block.chars(), header, out.floats());
+      return codec.DecodeDeviceBlock(block.as<char>(), header, out.as<float>());
     }));
     ASSIGN_OR_RETURN(Measurement decode_host, Measure(measure, [&]() {
-      return codec.Decode(host_block, out.floats(), n);
+      return codec.Decode(host_block, out.as<float>(), n);
     }));
 
     const bool rounds = LevelsOf(o.codec == CodecKind::kTopK ? o.topk_values
@@ -240,14 +216,7 @@ absl::Status Run() {
       "bytes (the fp32 tensor) / wall time of a synchronous call, 1 GB = 1e9 "
       "B; memcpy = cudaMemcpy device to device of the same 4 n bytes; host "
       "blocks are pageable std::string memory");
-  if (format == TableFormat::kMarkdown) {
-    std::printf("### tauPS codec benchmark (CUDA)\n\n");
-    for (const std::string& line : lines) std::printf("- %s\n", line.c_str());
-  } else {
-    std::printf("tauPS codec benchmark (CUDA)\n");
-    for (const std::string& line : lines) std::printf("  %s\n", line.c_str());
-  }
-  std::printf("\n");
+  PrintReportHeader(format, "tauPS codec benchmark (CUDA)", lines);
   ReportTable table({"codec", "rounding", "fp32 size", "wire ÷ fp32",
                      "encode→device GB/s", "µs", "encode→host GB/s",
                      "EF encode→host GB/s", "decode device GB/s", "µs",

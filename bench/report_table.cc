@@ -86,4 +86,14 @@ std::string FormatBytes(double bytes) {
   return absl::StrCat(number, " ", kUnits[unit]);
 }
 
+void PrintReportHeader(TableFormat format, const std::string& title,
+                       const std::vector<std::string>& lines) {
+  const bool markdown = format == TableFormat::kMarkdown;
+  std::printf(markdown ? "### %s\n\n" : "%s\n", title.c_str());
+  for (const std::string& line : lines) {
+    std::printf(markdown ? "- %s\n" : "  %s\n", line.c_str());
+  }
+  std::printf("\n");
+}
+
 }  // namespace taups::bench

@@ -30,6 +30,12 @@ class ReportTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// Prints a benchmark's title and its description lines (machine, flags,
+// units) as a markdown heading with a bullet list, or as indented text,
+// followed by a blank line.
+void PrintReportHeader(TableFormat format, const std::string& title,
+                       const std::vector<std::string>& lines);
+
 // Number formatting shared by the tables: 3 significant digits below 100,
 // no decimals above (1.23, 12.3, 123, 12345).
 std::string FormatNumber(double value);

@@ -214,14 +214,7 @@ void PrintHeader(TableFormat format, const std::string& setup) {
       "GB/s = payload bytes / wall time (1 GB = 1e9 B); calls/s = API calls "
       "completed per second; ÷ raw = tauPS GB/s over raw gRPC GB/s (dense: the "
       "better of the two raw figures)");
-  if (format == TableFormat::kMarkdown) {
-    std::printf("### tauPS throughput benchmark\n\n");
-    for (const std::string& line : lines) std::printf("- %s\n", line.c_str());
-  } else {
-    std::printf("tauPS throughput benchmark\n");
-    for (const std::string& line : lines) std::printf("  %s\n", line.c_str());
-  }
-  std::printf("\n");
+  PrintReportHeader(format, "tauPS throughput benchmark", lines);
 }
 
 void PrintTable(TableFormat format, const std::string& title,

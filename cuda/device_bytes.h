@@ -1,8 +1,8 @@
 // DeviceBytes: an owned, growable cudaMalloc'ed byte buffer for scratch
 // space that lives across calls (the codec kernels' work areas).
 //
-// Internal to cuda/: includes the CUDA runtime header, so only .cu files of
-// this directory include it. Thread-compatible; the buffer belongs to the
+// Includes the CUDA runtime header, so only code built against the CUDA
+// runtime includes it (cuda/*.cu and the CUDA benchmark). Thread-compatible; the buffer belongs to the
 // device that was current when it was (re)allocated.
 #ifndef TAUPS_CUDA_DEVICE_BYTES_H_
 #define TAUPS_CUDA_DEVICE_BYTES_H_

@@ -106,6 +106,35 @@ void RowTauToWire(const PushOutcome& outcome, bool with_taus,
   }
 }
 
+// Where a pull's values land: straight in the response's bytes, or, for a
+// compressed pull, in a scratch vector that Finish() encodes into them.
+class PullBuffer {
+ public:
+  PullBuffer(std::string* wire, CodecKind codec, uint32_t bucket_size,
+             size_t count)
+      : wire_(wire), codec_(codec), bucket_size_(bucket_size) {
+    if (codec == CodecKind::kNone) {
+      floats_ = ResizeFloats(wire, count);
+    } else {
+      plain_.resize(count);
+      floats_ = absl::MakeSpan(plain_);
+    }
+  }
+  absl::Span<float> floats() const { return floats_; }
+  bool encoded() const { return codec_ != CodecKind::kNone; }
+  absl::Status Finish() {
+    if (!encoded()) return absl::OkStatus();
+    return EncodeForPull(plain_, codec_, bucket_size_, wire_);
+  }
+
+ private:
+  std::string* const wire_;
+  const CodecKind codec_;
+  const uint32_t bucket_size_;
+  std::vector<float> plain_;
+  absl::Span<float> floats_;
+};
+
 }  // namespace
 
 ParameterServerService::ParameterServerService(ParameterStore* store,
@@ -159,29 +188,19 @@ grpc::Status ParameterServerService::PullDense(
   absl::Status codec_ok =
       CheckPullCodec(pull_codec, request->pull_bucket_size());
   if (!codec_ok.ok()) return ToGrpcStatus(codec_ok);
-  std::vector<float> plain;
-  absl::Span<float> out;
-  if (pull_codec == CodecKind::kNone) {
-    out = ResizeFloats(response->mutable_values(), request->count());
-  } else {
-    plain.resize(request->count());
-    out = absl::MakeSpan(plain);
-  }
+  PullBuffer out(response->mutable_values(), pull_codec,
+                 request->pull_bucket_size(), request->count());
   absl::StatusOr<PullResult> pulled = store_->PullDense(
-      request->table(), request->offset(), out,
+      request->table(), request->offset(), out.floats(),
       PullContextOf(*context, request->worker_id(), request->clock()));
   if (!pulled.ok()) {
     response->clear_values();
     return ToGrpcStatus(pulled.status());
   }
-  if (pull_codec != CodecKind::kNone) {
-    absl::Status encoded = EncodeForPull(plain, pull_codec,
-                                         request->pull_bucket_size(),
-                                         response->mutable_values());
-    if (!encoded.ok()) return ToGrpcStatus(encoded);
-    response->set_encoded(true);
-  }
-  traffic_.CountPull(request->table(), out.size() * sizeof(float),
+  absl::Status finished = out.Finish();
+  if (!finished.ok()) return ToGrpcStatus(finished);
+  response->set_encoded(out.encoded());
+  traffic_.CountPull(request->table(), out.floats().size() * sizeof(float),
                      response->values().size());
   response->set_version(pulled->version);
   response->set_step(pulled->step);
@@ -239,20 +258,14 @@ grpc::Status ParameterServerService::PullSparse(
   absl::Status codec_ok =
       CheckPullCodec(pull_codec, request->pull_bucket_size());
   if (!codec_ok.ok()) return ToGrpcStatus(codec_ok);
-  std::vector<float> plain;
-  absl::Span<float> out;
-  if (pull_codec == CodecKind::kNone) {
-    out = ResizeFloats(response->mutable_values(), keys->size() * info->dim);
-  } else {
-    plain.resize(keys->size() * info->dim);
-    out = absl::MakeSpan(plain);
-  }
+  PullBuffer out(response->mutable_values(), pull_codec,
+                 request->pull_bucket_size(), keys->size() * info->dim);
   absl::Span<uint64_t> row_versions;
   if (request->with_row_versions()) {
     row_versions = ResizeUint64s(response->mutable_row_versions(), keys->size());
   }
   absl::StatusOr<PullResult> pulled = store_->PullSparse(
-      request->table(), *keys, out,
+      request->table(), *keys, out.floats(),
       PullContextOf(*context, request->worker_id(), request->clock()),
       row_versions);
   if (!pulled.ok()) {
@@ -260,14 +273,10 @@ grpc::Status ParameterServerService::PullSparse(
     response->clear_row_versions();
     return ToGrpcStatus(pulled.status());
   }
-  if (pull_codec != CodecKind::kNone) {
-    absl::Status encoded = EncodeForPull(plain, pull_codec,
-                                         request->pull_bucket_size(),
-                                         response->mutable_values());
-    if (!encoded.ok()) return ToGrpcStatus(encoded);
-    response->set_encoded(true);
-  }
-  traffic_.CountPull(request->table(), out.size() * sizeof(float),
+  absl::Status finished = out.Finish();
+  if (!finished.ok()) return ToGrpcStatus(finished);
+  response->set_encoded(out.encoded());
+  traffic_.CountPull(request->table(), out.floats().size() * sizeof(float),
                      response->values().size());
   response->set_version(pulled->version);
   response->set_step(pulled->step);
