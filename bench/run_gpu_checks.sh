@@ -1,22 +1,40 @@
 #!/usr/bin/env bash
-# The checks that need a CUDA device, in one run: build with CUDA, run the
-# gpu-labelled tests (CPU/GPU codec byte equality and friends) and the
-# trainer's CPU/CUDA GEMM agreement, then the GPU codec benchmark.
+# The checks that need a CUDA device, in one run: the gpu-labelled tests
+# (CPU/GPU codec byte equality, GPU-resident pushes), the trainer's CPU/CUDA
+# agreement (GEMMs and the whole DLRM), the GPU codec benchmark, and a short
+# local cluster training the DLRM with its GEMMs on the GPU and on the CPU.
 #
-#   bench/run_gpu_checks.sh              # from the repository root
+#   bench/run_gpu_checks.sh                  # set up, build with CUDA, check
+#   bench/run_gpu_checks.sh --prebuilt DIR   # check what bench/pack_gpu_bundle.sh
+#                                            # packed into DIR (no build, no apt)
 #
-# Results go to $OUT when it is set, else ./gpu_results: build.log,
-# tests.log, bench.md (the benchmark's markdown table), bench.log and
-# summary.txt. Exit status: 0 when every check passed; 1 when a build step
-# or a test failed; 3 when the tests were skipped because no CUDA device was
-# usable (nothing was checked). Needs a Debian 12 machine set up by
-# deploy/setup.sh and a CUDA toolkit (nvcc in /usr/local/cuda or on PATH);
-# meant to finish in a few minutes on a 16-core machine with an H100/H200.
+# The first form needs a Debian 12 machine set up by deploy/setup.sh and a
+# CUDA toolkit. The second needs only a CUDA driver and cuBLAS 13 (found on
+# the loader's path, in /usr/local/cuda or in a Python wheel's folder): use it
+# on GPU machines that cannot install our Debian packages.
+#
+# Results go to $OUT when it is set, else ./gpu_results: summary.txt,
+# tests.log, bench.md (the benchmark's markdown table), bench.log,
+# cluster.log and, when building, build.log. Environment:
+#   TAUPS_GPU_CLUSTER_STEPS  steps per worker of each cluster run (default
+#                            300; 0 skips the cluster runs)
+#   TAUPS_GPU_BUILD_DIR      build folder of the first form (build-gpu)
+# Exit status: 0 when every check passed; 1 when a build step, a test or a
+# run failed; 3 when no CUDA device was usable (the tests skipped: nothing
+# was checked).
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
+repo=$PWD
 results="${OUT:-$PWD/gpu_results}"
-build="${TAUPS_GPU_BUILD_DIR:-build-gpu}"
+cluster_steps="${TAUPS_GPU_CLUSTER_STEPS:-300}"
+prebuilt=""
+case "${1:-}" in
+  --prebuilt) prebuilt="${2:?--prebuilt needs a folder}" ;;
+  --prebuilt=*) prebuilt="${1#*=}" ;;
+  "") ;;
+  *) echo "usage: $0 [--prebuilt DIR]" >&2; exit 2 ;;
+esac
 mkdir -p "$results"
 summary="$results/summary.txt"
 : >"$summary"
@@ -34,71 +52,108 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 else
   note "gpu: nvidia-smi not found"
 fi
+note "cpus: $(nproc)"
 
-./deploy/setup.sh >"$results/build.log" 2>&1 || fail "deploy/setup.sh (see build.log)"
-
-start=$SECONDS
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DTAUPS_WITH_CUDA=ON -DTAUPS_BUILD_TESTS=ON -DTAUPS_BUILD_BENCH=ON \
-  >>"$results/build.log" 2>&1 || fail "cmake configure (see build.log)"
-if ! grep -q 'tauPS: CUDA kernels ON' "$results/build.log"; then
-  fail "CMake found no CUDA toolkit (see build.log)"
+# --- Build, or find the packed binaries -------------------------------------
+if [[ -z "$prebuilt" ]]; then
+  build="${TAUPS_GPU_BUILD_DIR:-build-gpu}"
+  start=$SECONDS
+  ./deploy/setup.sh >"$results/build.log" 2>&1 || fail "deploy/setup.sh (see build.log)"
+  TAUPS_GPU_BUILD_DIR="$build" bench/pack_gpu_bundle.sh "$build/bundle" \
+    >>"$results/build.log" 2>&1 || fail "build (see build.log)"
+  note "configure + build: $((SECONDS - start)) s"
+  prebuilt="$build/bundle"
 fi
+[[ "$prebuilt" == /* ]] || prebuilt="$repo/$prebuilt"
+bin="$prebuilt/bin"
+[[ -f "$prebuilt/gpu_tests.txt" && -d "$bin" ]] ||
+  fail "$prebuilt is not a bundle made by bench/pack_gpu_bundle.sh"
+mapfile -t gpu_tests <"$prebuilt/gpu_tests.txt"
 
-# Build what the checks run: every gpu-labelled test, the trainer's math test
-# (if present) and the benchmark.
-mapfile -t gpu_tests < <(ctest --test-dir "$build" -N -L gpu |
-  sed -n 's/^ *Test *#[0-9]*: *//p')
-[[ ${#gpu_tests[@]} -gt 0 ]] || fail "no gpu-labelled tests registered"
-known_targets=$(ninja -C "$build" -t targets all 2>/dev/null | sed 's/:.*//')
-targets=()
-for t in "${gpu_tests[@]}" trainer_math_test codec_gpu_bench; do
-  if grep -qx "$t" <<<"$known_targets"; then targets+=("$t"); fi
+# cuBLAS 13 comes from this machine: the loader's cache, the toolkit, or a
+# Python wheel (nvidia-cublas) when that is all there is.
+libs="$prebuilt/lib"
+if ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.13'; then
+  cublas=$(find /usr/local/cuda/lib64 /usr/local/cuda/targets /usr/lib /opt \
+    -name 'libcublas.so.13*' 2>/dev/null | head -n 1)
+  [[ -n "$cublas" ]] && libs+=":$(dirname "$cublas")"
+fi
+note "libraries: $libs"
+
+# Each program runs through a wrapper that sets its library path, so the
+# packed libraries never reach this machine's own tools. If this machine's C
+# runtime is older than the one the binaries were built against, the
+# wrappers start them with the packed loader and runtime instead.
+launcher="env LD_LIBRARY_PATH='$libs'"
+probe=$(env LD_LIBRARY_PATH="$libs" "$bin/${gpu_tests[0]}" --help 2>&1 >/dev/null)
+if [[ $? -ne 0 ]]; then
+  note "binaries do not start here: $(head -c 300 <<<"$probe")"
+  launcher="'$prebuilt/glibc/ld-linux-x86-64.so.2' --library-path '$prebuilt/glibc:$libs'"
+fi
+wrappers=$(mktemp -d)
+trap 'rm -rf "$wrappers"' EXIT
+for program in "$bin"/*; do
+  printf '#!/bin/sh\nexec %s %s "$@"\n' "$launcher" "'$program'" \
+    >"$wrappers/$(basename "$program")"
+  chmod +x "$wrappers/$(basename "$program")"
 done
-note "building: ${targets[*]}"
+"$wrappers/${gpu_tests[0]}" --help >/dev/null 2>&1 ||
+  fail "the packed binaries do not start on this machine"
+
+# --- Tests ------------------------------------------------------------------
 status=0
-# -k 0: a target that fails to build does not stop the others; its checks
-# then fail below (ctest reports a missing test executable as Not Run).
-if ! ninja -C "$build" -k 0 -j "$(nproc)" "${targets[@]}" \
-  >>"$results/build.log" 2>&1; then
-  note "build FAILED for some targets (see build.log); running what was built"
-  status=1
-fi
-note "configure + build: $((SECONDS - start)) s"
-
-start=$SECONDS
-{
-  ctest --test-dir "$build" -L gpu --output-on-failure --timeout 300
-} >"$results/tests.log" 2>&1
-ctest_rc=$?
-grep -E 'tests passed|tests failed|Skipped|\(Failed\)|Not Run' "$results/tests.log" |
-  tee -a "$summary"
-[[ $ctest_rc -eq 0 ]] || { note "gpu-labelled tests FAILED"; status=1; }
 skipped=0
-grep -q 'Skipped' "$results/tests.log" && skipped=1
-
-if [[ -x "$build/bin/trainer_math_test" ]]; then
-  echo "=== trainer_math_test [cuda]" >>"$results/tests.log"
-  if "$build/bin/trainer_math_test" "[cuda]" >>"$results/tests.log" 2>&1; then
-    note "trainer_math_test [cuda]: passed"
+tests_log="$results/tests.log"
+: >"$tests_log"
+start=$SECONDS
+run_test() {  # name, then Catch2 arguments
+  local name="$1" out rc
+  shift
+  out=$(timeout 300 "$wrappers/$name" "$@" 2>&1)
+  rc=$?
+  printf '=== %s %s (exit %d)\n%s\n' "$name" "$*" "$rc" "$out" >>"$tests_log"
+  grep -q 'SKIPPED' <<<"$out" && skipped=1
+  if [[ $rc -eq 0 ]]; then
+    note "$name $*: passed; $(grep -E '^(All tests passed|test cases:)' <<<"$out" | tail -n 1)"
   else
-    note "trainer_math_test [cuda]: FAILED"
+    note "$name $*: FAILED (exit $rc, see tests.log)"
     status=1
   fi
-  grep -q 'SKIPPED' "$results/tests.log" && skipped=1
-fi
+}
+for t in "${gpu_tests[@]}"; do run_test "$t"; done
+run_test trainer_math_test "[cuda]"
+run_test trainer_ctr_test "[cuda]"
 note "tests: $((SECONDS - start)) s"
 
+# --- Benchmark ----------------------------------------------------------------
 start=$SECONDS
-if [[ ! -x "$build/bin/codec_gpu_bench" ]]; then
-  note "codec_gpu_bench: not built"
-  status=1
-elif "$build/bin/codec_gpu_bench" --format=markdown >"$results/bench.md" \
-  2>"$results/bench.log"; then
+if timeout 300 "$wrappers/codec_gpu_bench" --format=markdown \
+  >"$results/bench.md" 2>"$results/bench.log"; then
   note "codec_gpu_bench: done ($((SECONDS - start)) s), table in bench.md"
 else
   note "codec_gpu_bench: FAILED (see bench.log)"
   status=1
+fi
+
+# --- A local cluster training the DLRM, GEMMs on the GPU, then on the CPU ----
+if [[ "$cluster_steps" -gt 0 ]]; then
+  for device in cuda cpu; do
+    start=$SECONDS
+    log_dir=$(mktemp -d)
+    echo "=== ctr on $device, 2 shards x 4 workers, $cluster_steps steps" \
+      >>"$results/cluster.log"
+    if timeout 240 deploy/local_cluster.sh --bin_dir "$wrappers" --shards 2 \
+      --workers 4 --log_dir "$log_dir" -- --model=ctr --device="$device" \
+      --steps="$cluster_steps" >>"$results/cluster.log" 2>&1; then
+      rates=$(cat "$log_dir"/worker*.out 2>/dev/null |
+        grep -Eo '"samples_per_sec":[0-9.e+]+' | cut -d: -f2 | paste -sd' ')
+      note "ctr cluster on $device: $((SECONDS - start)) s; samples/s per worker: $rates"
+    else
+      note "ctr cluster on $device: FAILED (see cluster.log)"
+      status=1
+    fi
+    rm -rf "$log_dir"
+  done
 fi
 
 if [[ $status -eq 0 && $skipped -eq 1 ]]; then
