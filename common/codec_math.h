@@ -39,6 +39,15 @@ TAUPS_HOST_DEVICE float BitsFloat(uint32_t u) {
   return f;
 }
 
+// What error feedback encodes: gradient + residual. A NaN sum becomes the
+// one quiet NaN 0x7fc00000, because a CPU's add keeps an operand's NaN
+// payload while a GPU's produces its own canonical NaN, and blocks that
+// carry the NaN (fp32, fp16, bf16) must match byte for byte.
+TAUPS_HOST_DEVICE float FeedbackSum(float gradient, float residual) {
+  const float sum = gradient + residual;
+  return sum != sum ? BitsFloat(0x7fc00000u) : sum;
+}
+
 // float32 -> bfloat16, round to nearest even; NaN stays a quiet NaN.
 TAUPS_HOST_DEVICE uint16_t FloatToBf16(float f) {
   const uint32_t u = FloatBits(f);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/codec.h"
+#include "common/codec_math.h"
 
 namespace taups {
 
@@ -19,7 +20,7 @@ absl::Status ErrorFeedback::EncodeRange(absl::Span<const float> gradient,
   float* residual = residual_.data() + offset;
   std::vector<float> corrected(gradient.size());
   for (size_t i = 0; i < gradient.size(); ++i) {
-    corrected[i] = gradient[i] + residual[i];
+    corrected[i] = codec_math::FeedbackSum(gradient[i], residual[i]);
   }
   absl::Status encoded = EncodeBlock(corrected, options, offset, block);
   if (!encoded.ok()) return encoded;

@@ -48,7 +48,7 @@ __global__ void GatherKernel(const float* values, const uint32_t* kept,
 __global__ void AddKernel(const float* a, const float* b, uint32_t n,
                           float* out) {
   const uint32_t i = GlobalThread();
-  if (i < n) out[i] = a[i] + b[i];
+  if (i < n) out[i] = cm::FeedbackSum(a[i], b[i]);
 }
 
 __global__ void CommitCorrectedKernel(const float* corrected, uint32_t n,

@@ -27,7 +27,8 @@ __device__ __forceinline__ uint32_t GlobalThread() {
 
 __device__ __forceinline__ float SourceAt(const ValueSource& source,
                                           uint32_t i) {
-  return source.b != nullptr ? source.a[i] + source.b[i] : source.a[i];
+  return source.b != nullptr ? cm::FeedbackSum(source.a[i], source.b[i])
+                             : source.a[i];
 }
 
 // Word `w` of a packed code area of `bytes` bytes.

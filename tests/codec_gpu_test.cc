@@ -155,7 +155,9 @@ void RequireSameStatus(const absl::Status& gpu, const absl::Status& cpu) {
   REQUIRE(std::string(gpu.message()) == std::string(cpu.message()));
 }
 
-void RequireSameBytes(const std::string& gpu, const std::string& cpu) {
+// The Check* helpers report a difference and let the test go on, so that one
+// run on a GPU machine (scarce here) shows every difference at once.
+void CheckSameBytes(const std::string& gpu, const std::string& cpu) {
   REQUIRE(gpu.size() == cpu.size());
   if (gpu == cpu) return;
   size_t first = 0;
@@ -163,16 +165,17 @@ void RequireSameBytes(const std::string& gpu, const std::string& cpu) {
   INFO("first differing byte " << first << " of " << cpu.size() << ": gpu "
        << int(static_cast<uint8_t>(gpu[first])) << ", cpu "
        << int(static_cast<uint8_t>(cpu[first])));
-  FAIL("block bytes differ");
+  FAIL_CHECK("block bytes differ");
 }
 
-void RequireSameFloats(const std::vector<float>& gpu,
+void CheckSameFloats(const std::vector<float>& gpu,
                        const std::vector<float>& cpu) {
   REQUIRE(gpu.size() == cpu.size());
   for (size_t i = 0; i < cpu.size(); ++i) {
     if (!SameBits(gpu[i], cpu[i])) {
       INFO("element " << i << ": gpu " << gpu[i] << ", cpu " << cpu[i]);
-      FAIL("decoded floats differ");
+      FAIL_CHECK("decoded floats differ");
+      return;
     }
   }
 }
@@ -194,7 +197,7 @@ void RequireSameDecode(const std::string& block, uint64_t n) {
   const absl::StatusOr<std::vector<float>> cpu = CpuDecode(block, n);
   DeviceMemory out(sizeof(float) * n);
   RequireSameStatus(Codec().Decode(block, out.floats(), n), cpu.status());
-  if (cpu.ok()) RequireSameFloats(FromDevice(out, n), *cpu);
+  if (cpu.ok()) CheckSameFloats(FromDevice(out, n), *cpu);
 
   absl::StatusOr<BlockHeader> header = ParseHeader(block, n);
   if (!header.ok() || header->element_count != n) return;
@@ -204,7 +207,7 @@ void RequireSameDecode(const std::string& block, uint64_t n) {
   RequireSameStatus(
       Codec().DecodeDeviceBlock(device_block.chars(), *header, out2.floats()),
       cpu.status());
-  if (cpu.ok()) RequireSameFloats(FromDevice(out2, n), *cpu);
+  if (cpu.ok()) CheckSameFloats(FromDevice(out2, n), *cpu);
 }
 
 // Encodes `v` both ways and requires the same status and bytes; then the
@@ -219,7 +222,7 @@ void RequireSameEncode(const std::vector<float>& v, const CodecOptions& o,
       Codec().Encode(values->floats(), v.size(), o, index_base, &gpu),
       cpu_status);
   if (!cpu_status.ok()) return;
-  RequireSameBytes(gpu, cpu);
+  CheckSameBytes(gpu, cpu);
   RequireSameDecode(cpu, v.size());
   if (!to_device_block) return;
   DeviceMemory block(cpu.size());
@@ -229,7 +232,7 @@ void RequireSameEncode(const std::vector<float>& v, const CodecOptions& o,
               .ok());
   std::string back(cpu.size(), '\0');
   block.Download(back.data());
-  RequireSameBytes(back, cpu);
+  CheckSameBytes(back, cpu);
 }
 
 constexpr CodecKind kBlockCodecs[] = {
@@ -421,15 +424,16 @@ void RequireSameFeedback(const CodecOptions& o, uint64_t n, uint64_t offset,
         cpu_status);
     const std::vector<float> after = FromDevice(residual, n);
     if (!cpu_status.ok()) {
-      RequireSameFloats(after, before);
+      CheckSameFloats(after, before);
       continue;
     }
-    RequireSameBytes(gpu_block, cpu_block);
+    CheckSameBytes(gpu_block, cpu_block);
     for (uint64_t i = 0; i < n; ++i) {
       const float want = cpu.residual()[offset + i];
       if (!SameOrBothNaN(after[i], want)) {
         INFO("residual " << i << ": gpu " << after[i] << ", cpu " << want);
-        FAIL("residuals differ");
+        FAIL_CHECK("residuals differ");
+        break;
       }
     }
   }
@@ -630,11 +634,11 @@ TEST_CASE("the one-off device functions agree with DeviceCodec",
   std::string block, cpu;
   REQUIRE(EncodeOnDevice(values->floats(), v.size(), o, 40, &block).ok());
   REQUIRE(EncodeBlock(v, o, 40, &cpu).ok());
-  RequireSameBytes(block, cpu);
+  CheckSameBytes(block, cpu);
 
   DeviceMemory out(sizeof(float) * v.size());
   REQUIRE(DecodeToDevice(block, out.floats(), v.size()).ok());
-  RequireSameFloats(FromDevice(out, v.size()), *CpuDecode(cpu, v.size()));
+  CheckSameFloats(FromDevice(out, v.size()), *CpuDecode(cpu, v.size()));
 
   ErrorFeedback feedback(v.size());
   DeviceMemory residual(sizeof(float) * v.size());
@@ -644,10 +648,10 @@ TEST_CASE("the one-off device functions agree with DeviceCodec",
                                      v.size(), 0, o, &block)
               .ok());
   REQUIRE(feedback.EncodeRange(v, 0, o, &cpu).ok());
-  RequireSameBytes(block, cpu);
+  CheckSameBytes(block, cpu);
   const std::vector<float> want(feedback.residual().begin(),
                                 feedback.residual().end());
-  RequireSameFloats(FromDevice(residual, v.size()), want);
+  CheckSameFloats(FromDevice(residual, v.size()), want);
 
   CHECK(absl::IsInvalidArgument(
       Codec().Encode(nullptr, 5, o, 0, &block)));

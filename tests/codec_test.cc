@@ -404,6 +404,36 @@ TEST_CASE("error feedback conserves the gradient sum") {
         absl::StatusCode::kInvalidArgument);
 }
 
+
+TEST_CASE("error feedback writes every NaN sum as the one quiet NaN") {
+  // The codecs that carry NaN (fp32, fp16, bf16) must send the same bytes
+  // whatever NaN payload the gradient held, as the GPU encoder does.
+  const uint32_t kPayloads[] = {0x7fc00000u, 0xffc00000u, 0x7fd12345u,
+                                0xfff00001u};
+  for (uint32_t payload : kPayloads) {
+    CAPTURE(payload);
+    const float nan = codec_math::BitsFloat(payload);
+    REQUIRE(std::isnan(nan));
+    CHECK(codec_math::FloatBits(codec_math::FeedbackSum(nan, 1.0f)) ==
+          0x7fc00000u);
+    CHECK(codec_math::FloatBits(codec_math::FeedbackSum(2.0f, nan)) ==
+          0x7fc00000u);
+    for (CodecKind codec :
+         {CodecKind::kNone, CodecKind::kFp16, CodecKind::kBf16}) {
+      CAPTURE(CodecKindName(codec));
+      ErrorFeedback feedback(3);
+      const std::vector<float> g = {0.5f, nan, -0.25f};
+      std::string block, reference;
+      REQUIRE(feedback.EncodeRange(g, 0, Options(codec), &block).ok());
+      const std::vector<float> canonical = {0.5f,
+                                            codec_math::BitsFloat(0x7fc00000u),
+                                            -0.25f};
+      REQUIRE(EncodeBlock(canonical, Options(codec), 0, &reference).ok());
+      CHECK(block == reference);
+    }
+  }
+  CHECK(codec_math::FeedbackSum(1.5f, -0.25f) == 1.25f);
+}
 TEST_CASE("the top-k warm-up falls exponentially to the target ratio") {
   CompressionConfig config;
   config.push.codec = CodecKind::kTopK;
