@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 ABSL_FLAG(std::string, consistency, "async",
@@ -33,8 +34,11 @@ ABSL_FLAG(bool, delay_compensation, false,
 ABSL_FLAG(double, dc_lambda, 0.04, "lambda of --delay_compensation");
 ABSL_FLAG(double, clip_norm, 0.0,
           "Clip each push to this L2 norm on the server (0 = off)");
-ABSL_FLAG(uint64_t, warmup_versions, 0,
-          "Linear learning-rate warm-up over the first N updates (0 = off)");
+ABSL_FLAG(int64_t, warmup_versions, -1,
+          "Linear learning-rate warm-up over the first N updates of each "
+          "table shard (0 = off; -1 = ps_worker: the model's default, mlp 0, "
+          "ctr 400, which keeps asynchronous DLRM runs from stalling at a "
+          "poor model after a few large early updates; ps_admin: off)");
 
 namespace taups {
 
@@ -59,7 +63,15 @@ absl::StatusOr<PolicyFlags> PolicyFromFlags(uint32_t num_workers) {
   policy.staleness.delay_compensation_lambda =
       static_cast<float>(absl::GetFlag(FLAGS_dc_lambda));
   policy.staleness.clip_norm = static_cast<float>(absl::GetFlag(FLAGS_clip_norm));
-  policy.staleness.warmup_versions = absl::GetFlag(FLAGS_warmup_versions);
+  const int64_t warmup = absl::GetFlag(FLAGS_warmup_versions);
+  if (warmup < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--warmup_versions must be -1 (the default), 0 (off) or a number of "
+        "updates; got ", warmup));
+  }
+  policy.warmup_versions_given = warmup >= 0;
+  policy.staleness.warmup_versions =
+      policy.warmup_versions_given ? static_cast<uint64_t>(warmup) : 0;
   return policy;
 }
 

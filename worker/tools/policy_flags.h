@@ -13,6 +13,9 @@ namespace taups {
 struct PolicyFlags {
   ConsistencyConfig consistency;
   StalenessConfig staleness;
+  // False when --warmup_versions is -1 (its default): staleness then has no
+  // warm-up, and ps_worker applies the model's default instead.
+  bool warmup_versions_given = false;
 };
 
 // Reads --consistency, --quorum, --step_timeout_s, --late, --ssp_bound,

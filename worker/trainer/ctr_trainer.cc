@@ -120,13 +120,14 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
   const int batch = options.EffectiveBatchSize();
   spdlog::info(
       "ctr worker {}/{}: DLRM, {} dense features, {} fields, embedding dim "
-      "{}, dense table '{}' ({} floats), sparse table '{}', Adagrad lr {}, "
-      "{} training examples ({} in this worker's shard), {} eval examples, "
-      "device {}",
+      "{}, dense table '{}' ({} floats), sparse table '{}', Adagrad lr {} "
+      "(warm-up over {} updates per table shard), {} training examples ({} "
+      "in this worker's shard), {} eval examples, device {}",
       options.worker_id, options.num_workers, shape.num_dense,
       shape.num_fields, shape.embedding_dim, dense_config.name,
       dense_config.dense_size, sparse_config.name,
-      dense_config.optimizer.learning_rate, options.ctr_examples,
+      dense_config.optimizer.learning_rate,
+      dense_config.staleness.warmup_versions, options.ctr_examples,
       sampler.shard_size(), eval_n, backend.description());
 
   // --row_tau: pull rows with their versions, sort the pushes' per-row τ

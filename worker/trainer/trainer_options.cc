@@ -18,6 +18,11 @@ std::string_view ModelKindName(ModelKind kind) {
   return kind == ModelKind::kMlp ? "mlp" : "ctr";
 }
 
+uint64_t DefaultWarmupVersions(ModelKind model) {
+  return model == ModelKind::kMlp ? kDefaultMlpWarmupVersions
+                                  : kDefaultCtrWarmupVersions;
+}
+
 float TrainerOptions::EffectiveLearningRate() const {
   if (learning_rate != 0.0f) return learning_rate;
   return model == ModelKind::kMlp ? kDefaultMlpLearningRate

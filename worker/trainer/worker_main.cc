@@ -151,6 +151,9 @@ absl::StatusOr<TrainerOptions> OptionsFromFlags() {
   ASSIGN_OR_RETURN(PolicyFlags policy, PolicyFromFlags(options.num_workers));
   options.consistency = policy.consistency;
   options.staleness = policy.staleness;
+  if (!policy.warmup_versions_given) {
+    options.staleness.warmup_versions = DefaultWarmupVersions(options.model);
+  }
   options.lr_decay = absl::GetFlag(FLAGS_lr_decay);
   ASSIGN_OR_RETURN(options.compression, CompressionFromFlags());
   RETURN_IF_ERROR(options.Validate());
