@@ -382,6 +382,12 @@ TEST_CASE("Trainer options validation", "[trainer][loop]") {
   mlp.lr_decay = false;
   CHECK(mlp.LrDecayFactor(99) == 1.0f);
   CHECK(o.LrDecayFactor(99) == 1.0f);  // ctr: Adagrad, no decay
+  // ps_worker's warm-up when --warmup_versions is left at -1: the DLRM's
+  // Adagrad needs one, the mlp's SGD does not.
+  CHECK(DefaultWarmupVersions(ModelKind::kCtr, 4) ==
+        4 * kDefaultCtrWarmupStepsPerWorker);
+  CHECK(kDefaultCtrWarmupStepsPerWorker > 0);
+  CHECK(DefaultWarmupVersions(ModelKind::kMlp, 4) == 0);
   CHECK(*ParseModelKind("ctr") == ModelKind::kCtr);
   CHECK(absl::IsInvalidArgument(ParseModelKind("cnn").status()));
 }

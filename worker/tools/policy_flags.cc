@@ -37,8 +37,9 @@ ABSL_FLAG(double, clip_norm, 0.0,
 ABSL_FLAG(int64_t, warmup_versions, -1,
           "Linear learning-rate warm-up over the first N updates of each "
           "table shard (0 = off; -1 = ps_worker: the model's default, mlp 0, "
-          "ctr 400, which keeps asynchronous DLRM runs from stalling at a "
-          "poor model after a few large early updates; ps_admin: off)");
+          "ctr 100 x --num_workers (100 steps of each worker), which keeps "
+          "asynchronous DLRM runs from stalling at a poor model after a few "
+          "large early updates; ps_admin: off)");
 
 namespace taups {
 

@@ -18,9 +18,11 @@ std::string_view ModelKindName(ModelKind kind) {
   return kind == ModelKind::kMlp ? "mlp" : "ctr";
 }
 
-uint64_t DefaultWarmupVersions(ModelKind model) {
-  return model == ModelKind::kMlp ? kDefaultMlpWarmupVersions
-                                  : kDefaultCtrWarmupVersions;
+uint64_t DefaultWarmupVersions(ModelKind model, uint32_t num_workers) {
+  const uint64_t steps = model == ModelKind::kMlp
+                             ? kDefaultMlpWarmupStepsPerWorker
+                             : kDefaultCtrWarmupStepsPerWorker;
+  return steps * num_workers;
 }
 
 float TrainerOptions::EffectiveLearningRate() const {

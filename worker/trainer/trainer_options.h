@@ -36,14 +36,18 @@ inline constexpr int kDefaultCtrBatchSize = 256;
 // ctr defaults (see TrainerOptions).
 inline constexpr int kDefaultCtrEmbeddingDim = 16;
 inline constexpr int64_t kDefaultCtrExamples = 1000000;
-// Learning-rate warm-up (StalenessConfig::warmup_versions) that ps_worker
-// gives the model's tables when --warmup_versions is not set. The DLRM needs
-// one: without it about a third of asynchronous runs (2 shards x 4 workers,
-// Adagrad lr 0.1) stalled near AUC 0.64 from the first 200 steps on, against
-// 0.73 at step 300 for the rest; with 400 versions none did in 12 runs.
-inline constexpr uint64_t kDefaultMlpWarmupVersions = 0;
-inline constexpr uint64_t kDefaultCtrWarmupVersions = 400;
-uint64_t DefaultWarmupVersions(ModelKind model);
+// Learning-rate warm-up that ps_worker gives the model's tables when
+// --warmup_versions is not set, in steps of each worker: every worker's push
+// is one version of a table shard, so the tables warm up over
+// steps x num_workers versions (StalenessConfig::warmup_versions). The DLRM
+// needs one: its first Adagrad steps move every weight by about the learning
+// rate, once per worker, and without a warm-up about a third of asynchronous
+// runs (2 shards x 4 workers, lr 0.1) stalled near AUC 0.64 from the first
+// 200 steps on, against 0.73 at step 300 for the rest; with 400 versions
+// (100 steps of each worker) none did in 12 runs.
+inline constexpr uint64_t kDefaultMlpWarmupStepsPerWorker = 0;
+inline constexpr uint64_t kDefaultCtrWarmupStepsPerWorker = 100;
+uint64_t DefaultWarmupVersions(ModelKind model, uint32_t num_workers);
 // ctr --row_tau: an id in at least 1 of 256 examples is a head id.
 inline constexpr double kDefaultRowTauHeadMinProbability = 1.0 / 256.0;
 
