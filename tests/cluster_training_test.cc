@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -170,6 +171,47 @@ TEST_CASE("two shards, two async workers train the DLRM CTR model") {
     const std::string log = shard.process->Output();
     INFO(log);
     CHECK(log.find("table=ctr_embeddings async version=") != std::string::npos);
+  }
+}
+
+// The number after `key` (e.g. " rows=") in the last line of `log` that
+// contains `marker`; nullopt when there is none.
+std::optional<double> LastNumberAfter(const std::string& log,
+                                      const std::string& marker,
+                                      const std::string& key) {
+  const size_t line_at = log.rfind(marker);
+  if (line_at == std::string::npos) return std::nullopt;
+  const size_t end = log.find('\n', line_at);
+  const std::string line = log.substr(line_at, end - line_at);
+  const size_t at = line.find(key);
+  if (at == std::string::npos) return std::nullopt;
+  return std::stod(line.substr(at + key.size()));
+}
+
+TEST_CASE("ps_worker's --sparse_* flags bound the DLRM's embedding table") {
+  TempDir dir;
+  std::vector<Shard> shards = StartShards(dir.path(), 2);
+  // 60 steps x 256 examples x 26 fields touch far more than 2 x 3000 ids.
+  const auto runs = RunWorkers(
+      dir, shards, 1,
+      {"--model=ctr", "--steps=60", "--eval_examples=2000", "--log_every=0",
+       "--seed=5", "--sparse_max_rows=3000", "--sparse_eviction=lfu"});
+  REQUIRE(runs.size() == 1);
+  INFO(runs[0].output);
+  REQUIRE(runs[0].exit_code == 0);
+  CHECK(JsonNumber(runs[0].json, "auc").has_value());
+  for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
+  for (Shard& shard : shards) {
+    const std::string log = shard.process->Output();
+    INFO(log);
+    const std::string marker = "table=ctr_embeddings";
+    const auto rows = LastNumberAfter(log, marker, " rows=");
+    const auto evicted = LastNumberAfter(log, marker, " evicted=");
+    REQUIRE(rows.has_value());
+    REQUIRE(evicted.has_value());
+    CHECK(*rows > 1000);
+    CHECK(*rows <= 3000);
+    CHECK(*evicted > 0);
   }
 }
 

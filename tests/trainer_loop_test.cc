@@ -388,6 +388,21 @@ TEST_CASE("Trainer options validation", "[trainer][loop]") {
         4 * kDefaultCtrWarmupStepsPerWorker);
   CHECK(kDefaultCtrWarmupStepsPerWorker > 0);
   CHECK(DefaultWarmupVersions(ModelKind::kMlp, 4) == 0);
+  // Embedding memory limits: ctr only, copied into the embedding table.
+  TrainerOptions with_limits;
+  with_limits.embedding_memory.max_rows = 1000;
+  CHECK(with_limits.embedding_memory.IsSet());
+  CHECK(absl::IsInvalidArgument(with_limits.Validate()));
+  with_limits.model = ModelKind::kCtr;
+  with_limits.embedding_memory.eviction = SparseEvictionKind::kLfu;
+  with_limits.embedding_memory.admit_probability = 0.5f;
+  CHECK(with_limits.Validate().ok());
+  TableConfig table = TableConfig::Sparse("t", 4);
+  with_limits.embedding_memory.ApplyTo(table);
+  CHECK(table.sparse_max_rows == 1000);
+  CHECK(table.sparse_eviction == SparseEvictionKind::kLfu);
+  CHECK(table.sparse_admit_probability == 0.5f);
+  CHECK_FALSE(EmbeddingMemoryOptions().IsSet());
   CHECK(*ParseModelKind("ctr") == ModelKind::kCtr);
   CHECK(absl::IsInvalidArgument(ParseModelKind("cnn").status()));
 }

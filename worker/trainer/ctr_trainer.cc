@@ -84,6 +84,7 @@ TableConfig CtrEmbeddingTableConfig(const TrainerOptions& options) {
   config.initializer.seed = options.seed;
   config.consistency = options.consistency;
   config.staleness = options.staleness;
+  options.embedding_memory.ApplyTo(config);
   return config;
 }
 

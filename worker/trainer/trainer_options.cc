@@ -25,6 +25,23 @@ uint64_t DefaultWarmupVersions(ModelKind model, uint32_t num_workers) {
   return steps * num_workers;
 }
 
+bool EmbeddingMemoryOptions::IsSet() const {
+  const EmbeddingMemoryOptions unset;
+  return max_rows != unset.max_rows || max_bytes != unset.max_bytes ||
+         eviction != unset.eviction || ttl_s != unset.ttl_s ||
+         admit_after != unset.admit_after ||
+         admit_probability != unset.admit_probability;
+}
+
+void EmbeddingMemoryOptions::ApplyTo(TableConfig& config) const {
+  config.sparse_max_rows = max_rows;
+  config.sparse_max_bytes = max_bytes;
+  config.sparse_eviction = eviction;
+  config.sparse_ttl_s = ttl_s;
+  config.sparse_admit_after = admit_after;
+  config.sparse_admit_probability = admit_probability;
+}
+
 float TrainerOptions::EffectiveLearningRate() const {
   if (learning_rate != 0.0f) return learning_rate;
   return model == ModelKind::kMlp ? kDefaultMlpLearningRate
@@ -113,6 +130,11 @@ absl::Status TrainerOptions::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "row_tau_head_min_probability must be in (0, 1], got ",
         row_tau_head_min_probability));
+  }
+  if (model == ModelKind::kMlp && embedding_memory.IsSet()) {
+    return absl::InvalidArgumentError(
+        "the --sparse_* memory limits are for --model=ctr (mlp has no sparse "
+        "table)");
   }
   if (eval_every < 0) {
     return absl::InvalidArgumentError(

@@ -51,6 +51,23 @@ uint64_t DefaultWarmupVersions(ModelKind model, uint32_t num_workers);
 // ctr --row_tau: an id in at least 1 of 256 examples is a head id.
 inline constexpr double kDefaultRowTauHeadMinProbability = 1.0 / 256.0;
 
+// ctr: bounded memory of the embedding table on each shard; the fields of
+// the same names (sparse_*) in TableConfig, which says what each does. The
+// defaults leave the table unbounded and admit every key.
+struct EmbeddingMemoryOptions {
+  uint64_t max_rows = 0;
+  uint64_t max_bytes = 0;
+  SparseEvictionKind eviction = SparseEvictionKind::kLru;
+  double ttl_s = 0.0;
+  uint32_t admit_after = 0;
+  float admit_probability = 1.0f;
+
+  // True when any field differs from its default.
+  bool IsSet() const;
+  // Copies the fields into `config`'s sparse_* fields.
+  void ApplyTo(TableConfig& config) const;
+};
+
 struct TrainerOptions {
   ModelKind model = ModelKind::kMlp;
   uint32_t worker_id = 0;    // < num_workers
@@ -99,6 +116,9 @@ struct TrainerOptions {
   // row_tau_head_min_probability; see head_tail_row_tau.h).
   bool row_tau = false;
   double row_tau_head_min_probability = kDefaultRowTauHeadMinProbability;
+  // ctr only (INVALID_ARGUMENT for mlp when set). The shards check the
+  // values when the table is created.
+  EmbeddingMemoryOptions embedding_memory;
   // Straggler demonstration: after computing each step's gradient, stall for
   // (slowdown - 1) times the time the computation took. 1 = no stall.
   double slowdown = 1.0;

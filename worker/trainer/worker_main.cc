@@ -103,6 +103,25 @@ ABSL_FLAG(double, row_tau_head_min_prob,
           taups::trainer::kDefaultRowTauHeadMinProbability,
           "ctr with --row_tau: an id is a head id when at least this fraction "
           "of examples carries it (default 1/256); all others are tail ids");
+ABSL_FLAG(uint64_t, sparse_max_rows, 0,
+          "ctr: most embedding rows each shard keeps (0 = unbounded); a full "
+          "shard evicts by --sparse_eviction");
+ABSL_FLAG(uint64_t, sparse_max_bytes, 0,
+          "ctr: memory budget of the embedding table on each shard, in bytes "
+          "(0 = none); turned into a row limit from the row's real footprint");
+ABSL_FLAG(std::string, sparse_eviction, "lru",
+          "ctr: which row a full shard gives up: lru (least recently used) or "
+          "lfu (fewest touches since admission)");
+ABSL_FLAG(double, sparse_ttl_s, 0.0,
+          "ctr: drop embedding rows untouched for this many seconds (0 = "
+          "never)");
+ABSL_FLAG(uint32_t, sparse_admit_after, 0,
+          "ctr: give a key a row only on its N-th sighting (0 or 1 = at "
+          "once); before that it reads its initial values and its pushes are "
+          "dropped");
+ABSL_FLAG(double, sparse_admit_probability, 1.0,
+          "ctr: admit a key's row with this probability per sighting, the "
+          "same keys on every run and shard layout (1 = always)");
 
 namespace taups::trainer {
 namespace {
@@ -148,6 +167,15 @@ absl::StatusOr<TrainerOptions> OptionsFromFlags() {
   options.row_tau = absl::GetFlag(FLAGS_row_tau);
   options.row_tau_head_min_probability =
       absl::GetFlag(FLAGS_row_tau_head_min_prob);
+  EmbeddingMemoryOptions& memory = options.embedding_memory;
+  memory.max_rows = absl::GetFlag(FLAGS_sparse_max_rows);
+  memory.max_bytes = absl::GetFlag(FLAGS_sparse_max_bytes);
+  RETURN_IF_ERROR(ParseSparseEvictionKind(absl::GetFlag(FLAGS_sparse_eviction),
+                                          &memory.eviction));
+  memory.ttl_s = absl::GetFlag(FLAGS_sparse_ttl_s);
+  memory.admit_after = absl::GetFlag(FLAGS_sparse_admit_after);
+  memory.admit_probability =
+      static_cast<float>(absl::GetFlag(FLAGS_sparse_admit_probability));
   ASSIGN_OR_RETURN(PolicyFlags policy, PolicyFromFlags(options.num_workers));
   options.consistency = policy.consistency;
   options.staleness = policy.staleness;
