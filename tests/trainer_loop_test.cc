@@ -384,10 +384,18 @@ TEST_CASE("Trainer options validation", "[trainer][loop]") {
   CHECK(o.LrDecayFactor(99) == 1.0f);  // ctr: Adagrad, no decay
   // ps_worker's warm-up when --warmup_versions is left at -1: the DLRM's
   // Adagrad needs one, the mlp's SGD does not.
-  CHECK(DefaultWarmupVersions(ModelKind::kCtr, 4) ==
-        4 * kDefaultCtrWarmupStepsPerWorker);
+  // Async and SSP: one version per push; sync and semi-sync: per step.
   CHECK(kDefaultCtrWarmupStepsPerWorker > 0);
-  CHECK(DefaultWarmupVersions(ModelKind::kMlp, 4) == 0);
+  for (ConsistencyKind kind : {ConsistencyKind::kAsync, ConsistencyKind::kSsp}) {
+    CHECK(DefaultWarmupVersions(ModelKind::kCtr, kind, 4) ==
+          4 * kDefaultCtrWarmupStepsPerWorker);
+  }
+  for (ConsistencyKind kind :
+       {ConsistencyKind::kSync, ConsistencyKind::kSemiSync}) {
+    CHECK(DefaultWarmupVersions(ModelKind::kCtr, kind, 4) ==
+          kDefaultCtrWarmupStepsPerWorker);
+  }
+  CHECK(DefaultWarmupVersions(ModelKind::kMlp, ConsistencyKind::kAsync, 4) == 0);
   // Embedding memory limits: ctr only, copied into the embedding table.
   TrainerOptions with_limits;
   with_limits.embedding_memory.max_rows = 1000;

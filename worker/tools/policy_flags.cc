@@ -37,7 +37,8 @@ ABSL_FLAG(double, clip_norm, 0.0,
 ABSL_FLAG(int64_t, warmup_versions, -1,
           "Linear learning-rate warm-up over the first N updates of each "
           "table shard (0 = off; -1 = ps_worker: the model's default, mlp 0, "
-          "ctr 100 x --num_workers (100 steps of each worker), which keeps "
+          "ctr 100 steps of each worker (100 x --num_workers versions under "
+          "async and ssp, 100 under sync and semi_sync), which keeps "
           "asynchronous DLRM runs from stalling at a poor model after a few "
           "large early updates; ps_admin: off)");
 

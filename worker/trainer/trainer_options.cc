@@ -18,11 +18,14 @@ std::string_view ModelKindName(ModelKind kind) {
   return kind == ModelKind::kMlp ? "mlp" : "ctr";
 }
 
-uint64_t DefaultWarmupVersions(ModelKind model, uint32_t num_workers) {
+uint64_t DefaultWarmupVersions(ModelKind model, ConsistencyKind consistency,
+                               uint32_t num_workers) {
   const uint64_t steps = model == ModelKind::kMlp
                              ? kDefaultMlpWarmupStepsPerWorker
                              : kDefaultCtrWarmupStepsPerWorker;
-  return steps * num_workers;
+  const bool one_version_per_step = consistency == ConsistencyKind::kSync ||
+                                    consistency == ConsistencyKind::kSemiSync;
+  return one_version_per_step ? steps : steps * num_workers;
 }
 
 bool EmbeddingMemoryOptions::IsSet() const {

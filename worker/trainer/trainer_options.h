@@ -37,9 +37,10 @@ inline constexpr int kDefaultCtrBatchSize = 256;
 inline constexpr int kDefaultCtrEmbeddingDim = 16;
 inline constexpr int64_t kDefaultCtrExamples = 1000000;
 // Learning-rate warm-up that ps_worker gives the model's tables when
-// --warmup_versions is not set, in steps of each worker: every worker's push
-// is one version of a table shard, so the tables warm up over
-// steps x num_workers versions (StalenessConfig::warmup_versions). The DLRM
+// --warmup_versions is not set, in steps of each worker. Under async and SSP
+// every worker's push is one version of a table shard, so the tables warm up
+// over steps x num_workers versions (StalenessConfig::warmup_versions);
+// under sync and semi-sync a step is one version, so over `steps`. The DLRM
 // needs one: its first Adagrad steps move every weight by about the learning
 // rate, once per worker, and without a warm-up about a third of asynchronous
 // runs (2 shards x 4 workers, lr 0.1) stalled near AUC 0.64 from the first
@@ -47,7 +48,8 @@ inline constexpr int64_t kDefaultCtrExamples = 1000000;
 // (100 steps of each worker) none did in 12 runs.
 inline constexpr uint64_t kDefaultMlpWarmupStepsPerWorker = 0;
 inline constexpr uint64_t kDefaultCtrWarmupStepsPerWorker = 100;
-uint64_t DefaultWarmupVersions(ModelKind model, uint32_t num_workers);
+uint64_t DefaultWarmupVersions(ModelKind model, ConsistencyKind consistency,
+                               uint32_t num_workers);
 // ctr --row_tau: an id in at least 1 of 256 examples is a head id.
 inline constexpr double kDefaultRowTauHeadMinProbability = 1.0 / 256.0;
 

@@ -180,8 +180,8 @@ absl::StatusOr<TrainerOptions> OptionsFromFlags() {
   options.consistency = policy.consistency;
   options.staleness = policy.staleness;
   if (!policy.warmup_versions_given) {
-    options.staleness.warmup_versions =
-        DefaultWarmupVersions(options.model, options.num_workers);
+    options.staleness.warmup_versions = DefaultWarmupVersions(
+        options.model, options.consistency.kind, options.num_workers);
   }
   options.lr_decay = absl::GetFlag(FLAGS_lr_decay);
   ASSIGN_OR_RETURN(options.compression, CompressionFromFlags());
