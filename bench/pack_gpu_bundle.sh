@@ -14,6 +14,7 @@
 # DIR/glibc    this machine's C and C++ runtime and loader, used only when the
 #              GPU machine's are too old for the binaries
 # DIR/gpu_tests.txt   the gpu-labelled tests, one per line
+# DIR/commit.txt      the commit the binaries were built from
 #
 # Needs a Debian 12 machine set up by deploy/setup.sh and the CUDA toolkit.
 # The binaries are built for sm_90 (H100/H200) unless CMAKE_CUDA_ARCHITECTURES
@@ -43,6 +44,7 @@ ninja -C "$build" "${programs[@]}"
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/glibc"
 printf '%s\n' "${gpu_tests[@]}" >"$bundle/gpu_tests.txt"
+git describe --always --dirty >"$bundle/commit.txt" 2>/dev/null || echo unknown >"$bundle/commit.txt"
 for p in "${programs[@]}"; do
   cp "$build/bin/$p" "$bundle/bin/"
   strip --strip-debug "$bundle/bin/$p"

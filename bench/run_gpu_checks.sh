@@ -69,6 +69,7 @@ bin="$prebuilt/bin"
 [[ -f "$prebuilt/gpu_tests.txt" && -d "$bin" ]] ||
   fail "$prebuilt is not a bundle made by bench/pack_gpu_bundle.sh"
 mapfile -t gpu_tests <"$prebuilt/gpu_tests.txt"
+[[ -f "$prebuilt/commit.txt" ]] && note "binaries built from: $(cat "$prebuilt/commit.txt")"
 
 # cuBLAS 13 comes from this machine: the loader's cache, the toolkit, or a
 # Python wheel (nvidia-cublas) when that is all there is.
