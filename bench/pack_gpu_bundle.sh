@@ -27,12 +27,13 @@ build="${TAUPS_GPU_BUILD_DIR:-build-gpu}"
 
 die() { printf 'pack_gpu_bundle: %s\n' "$*" >&2; exit 1; }
 
+mkdir -p "$build"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DTAUPS_WITH_CUDA=ON -DTAUPS_BUILD_TESTS=ON -DTAUPS_BUILD_BENCH=ON \
   ${CMAKE_CUDA_ARCHITECTURES:+-DCMAKE_CUDA_ARCHITECTURES=$CMAKE_CUDA_ARCHITECTURES} \
-  >"$build.configure.log" 2>&1 || die "cmake configure failed (see $build.configure.log)"
-grep -q 'tauPS: CUDA kernels ON' "$build.configure.log" ||
-  die "CMake found no CUDA toolkit (see $build.configure.log)"
+  >"$build/configure.log" 2>&1 || die "cmake configure failed (see $build/configure.log)"
+grep -q 'tauPS: CUDA kernels ON' "$build/configure.log" ||
+  die "CMake found no CUDA toolkit (see $build/configure.log)"
 
 mapfile -t gpu_tests < <(ctest --test-dir "$build" -N -L gpu |
   sed -n 's/^ *Test *#[0-9]*: *//p')
