@@ -22,6 +22,96 @@ absl::Status NonFinite(uint64_t index) {
       " is NaN or infinite (scaled codecs need finite inputs)"));
 }
 
+// Largest |v| over values[begin, end) as float bits. For non-negative
+// floats the unsigned order of the bits is the numeric order, so this is
+// exactly the bits of max(fabs(v)) when every value is finite; bits at or
+// above 0x7f800000 mean a NaN or an infinity is among them. Branch-free, so
+// the compiler can vectorise it.
+uint32_t MaxAbsBits(const float* values, uint64_t begin, uint64_t end) {
+  uint32_t max_bits = 0;
+  for (uint64_t i = begin; i < end; ++i) {
+    max_bits = std::max(max_bits, cm::FloatBits(values[i]) & 0x7fffffffu);
+  }
+  return max_bits;
+}
+
+uint64_t FirstNonFinite(const float* values, uint64_t begin, uint64_t end) {
+  while (begin < end && std::isfinite(values[begin])) ++begin;
+  return begin;
+}
+
+// Codes of values[begin, end) under int8 (kLevels 127), int4 (7) or int2
+// (1), ORed into `codes` (zeroed by the caller) at their element positions.
+// The codec and rounding are template parameters so that the packing is
+// shifts and masks, not divisions by run-time values.
+template <int kLevels, bool kStochastic>
+void QuantizeRange(const float* values, uint64_t begin, uint64_t end,
+                   float step, uint64_t seed, uint64_t index_base,
+                   uint8_t* codes) {
+  constexpr int kBits = kLevels == 127 ? 8 : (kLevels == 7 ? 4 : 2);
+  constexpr uint64_t kPerByte = 8 / kBits;
+  for (uint64_t i = begin; i < end; ++i) {
+    const float u = kStochastic ? cm::UniformAt(seed, index_base + i) : 0.0f;
+    const int level = cm::QuantizeLevel(values[i], step, kLevels, kStochastic, u);
+    const uint32_t code = cm::CodeOfLevel(level, kLevels);
+    codes[i / kPerByte] = static_cast<uint8_t>(
+        codes[i / kPerByte] | (code << ((i % kPerByte) * kBits)));
+  }
+}
+
+using QuantizeFn = void (*)(const float*, uint64_t, uint64_t, float, uint64_t,
+                            uint64_t, uint8_t*);
+
+QuantizeFn QuantizerFor(int levels, bool stochastic) {
+  switch (levels) {
+    case 127:
+      return stochastic ? QuantizeRange<127, true> : QuantizeRange<127, false>;
+    case 7:
+      return stochastic ? QuantizeRange<7, true> : QuantizeRange<7, false>;
+    default:
+      return stochastic ? QuantizeRange<1, true> : QuantizeRange<1, false>;
+  }
+}
+
+// Decodes the codes of elements [begin, end) with `step` into out; the index
+// of the first element whose level lies outside [-kLevels, kLevels], or
+// `end` when there is none.
+template <int kLevels>
+uint64_t DequantizeRange(const uint8_t* codes, uint64_t begin, uint64_t end,
+                         float step, float* out) {
+  constexpr int kBits = kLevels == 127 ? 8 : (kLevels == 7 ? 4 : 2);
+  constexpr uint64_t kPerByte = 8 / kBits;
+  constexpr uint32_t kMask = (1u << kBits) - 1u;
+  bool in_range = true;
+  for (uint64_t i = begin; i < end; ++i) {
+    const uint32_t code = (codes[i / kPerByte] >> ((i % kPerByte) * kBits)) & kMask;
+    const int level = cm::LevelOfCode(code, kLevels);
+    in_range &= level >= -kLevels && level <= kLevels;
+    out[i] = cm::DequantizeLevel(level, step);
+  }
+  if (in_range) return end;
+  for (uint64_t i = begin; i < end; ++i) {
+    const uint32_t code = (codes[i / kPerByte] >> ((i % kPerByte) * kBits)) & kMask;
+    const int level = cm::LevelOfCode(code, kLevels);
+    if (level < -kLevels || level > kLevels) return i;
+  }
+  return end;
+}
+
+using DequantizeFn = uint64_t (*)(const uint8_t*, uint64_t, uint64_t, float,
+                                  float*);
+
+DequantizeFn DequantizerFor(int levels) {
+  switch (levels) {
+    case 127:
+      return DequantizeRange<127>;
+    case 7:
+      return DequantizeRange<7>;
+    default:
+      return DequantizeRange<1>;
+  }
+}
+
 // Writes the payload of `values` (m of them) under a value codec at `out`.
 // `index_base` numbers values[0] for stochastic rounding.
 absl::Status EncodeValues(const float* values, uint64_t m, CodecKind codec,
@@ -70,23 +160,17 @@ absl::Status EncodeValues(const float* values, uint64_t m, CodecKind codec,
       const uint64_t buckets = CeilDiv(m, bucket);
       uint8_t* codes = reinterpret_cast<uint8_t*>(out + 4 * buckets);
       std::memset(codes, 0, CeilDiv(m, per_byte));
-      const bool stochastic = rounding == Rounding::kStochastic;
+      const QuantizeFn quantize =
+          QuantizerFor(levels, rounding == Rounding::kStochastic);
       for (uint64_t b = 0; b < buckets; ++b) {
         const uint64_t begin = b * bucket, end = std::min(m, begin + bucket);
-        float max_abs = 0.0f;
-        for (uint64_t i = begin; i < end; ++i) {
-          if (!std::isfinite(values[i])) return NonFinite(i);
-          max_abs = std::max(max_abs, std::fabs(values[i]));
+        const uint32_t max_bits = MaxAbsBits(values, begin, end);
+        if (max_bits >= 0x7f800000u) {
+          return NonFinite(FirstNonFinite(values, begin, end));
         }
-        const float step = cm::StepFor(max_abs, levels);
+        const float step = cm::StepFor(cm::BitsFloat(max_bits), levels);
         std::memcpy(out + 4 * b, &step, 4);
-        for (uint64_t i = begin; i < end; ++i) {
-          const float u = stochastic ? cm::UniformAt(seed, index_base + i) : 0.0f;
-          const int level = cm::QuantizeLevel(values[i], step, levels, stochastic, u);
-          const uint32_t code = cm::CodeOfLevel(level, levels);
-          const int shift = static_cast<int>(i % per_byte) * bits_per_code;
-          codes[i / per_byte] = static_cast<uint8_t>(codes[i / per_byte] | (code << shift));
-        }
+        quantize(values, begin, end, step, seed, index_base, codes);
       }
       return absl::OkStatus();
     }
@@ -145,6 +229,7 @@ absl::Status DecodeValues(const char* in, uint64_t m, CodecKind codec,
       const uint32_t mask = (1u << bits_per_code) - 1u;
       const uint64_t buckets = CeilDiv(m, bucket);
       const uint8_t* codes = reinterpret_cast<const uint8_t*>(in + 4 * buckets);
+      const DequantizeFn dequantize = DequantizerFor(levels);
       for (uint64_t b = 0; b < buckets; ++b) {
         float step;
         std::memcpy(&step, in + 4 * b, 4);
@@ -153,15 +238,13 @@ absl::Status DecodeValues(const char* in, uint64_t m, CodecKind codec,
                      " (must be finite and > 0)");
         }
         const uint64_t begin = b * bucket, end = std::min(m, begin + bucket);
-        for (uint64_t i = begin; i < end; ++i) {
+        const uint64_t i = dequantize(codes, begin, end, step, out);
+        if (i != end) {
           const int shift = static_cast<int>(i % per_byte) * bits_per_code;
           const int level =
               cm::LevelOfCode((codes[i / per_byte] >> shift) & mask, levels);
-          if (level < -levels || level > levels) {
-            return bad("value ", i, " has level ", level, " outside [-",
-                       levels, ", ", levels, "]");
-          }
-          out[i] = cm::DequantizeLevel(level, step);
+          return bad("value ", i, " has level ", level, " outside [-",
+                     levels, ", ", levels, "]");
         }
       }
       if (m % per_byte != 0 &&
