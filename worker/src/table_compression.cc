@@ -1,11 +1,63 @@
 #include "worker/src/table_compression.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <thread>
 
 #include "common/codec.h"
+#include "common/codec_math.h"
 #include "common/shard_map.h"
 
 namespace taups {
+namespace {
+
+// A push's parts are encoded on several threads (the caller's included)
+// when each thread gets at least kMinValuesPerEncodeThread values: below
+// that, starting a thread costs more than it saves.
+constexpr size_t kMaxEncodeThreads = 8;
+constexpr uint64_t kMinValuesPerEncodeThread = uint64_t{1} << 18;
+
+size_t EncodeThreadsFor(uint64_t values, size_t parts) {
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t by_size = static_cast<size_t>(values / kMinValuesPerEncodeThread);
+  return std::max<size_t>(
+      1, std::min({cores, by_size, parts, kMaxEncodeThreads}));
+}
+
+// Whether every value the encoder will see is finite: the gradient, or with
+// error feedback gradient + residual as the encoder adds them.
+bool AllEncodedValuesFinite(absl::Span<const float> gradient,
+                            const ErrorFeedback* feedback) {
+  if (feedback == nullptr) {
+    return std::all_of(gradient.begin(), gradient.end(),
+                       [](float v) { return std::isfinite(v); });
+  }
+  const absl::Span<const float> residual = feedback->residual();
+  for (size_t i = 0; i < gradient.size(); ++i) {
+    if (!std::isfinite(codec_math::FeedbackSum(gradient[i], residual[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Runs encode(i) for every i < count on `threads` threads, the calling
+// one included.
+template <typename Encode>
+void ParallelFor(size_t count, size_t threads, const Encode& encode) {
+  std::atomic<size_t> next{0};
+  const auto drain = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < count;) encode(i);
+  };
+  std::vector<std::thread> helpers;
+  helpers.reserve(threads - 1);
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(drain);
+  drain();
+  for (std::thread& helper : helpers) helper.join();
+}
+
+}  // namespace
 
 TableCompression::TableCompression(const CompressionConfig& config,
                                    uint32_t worker_id, uint64_t dense_size)
@@ -45,16 +97,36 @@ CodecOptions TableCompression::OptionsFor(uint64_t push_index) const {
 
 absl::StatusOr<std::vector<std::string>> TableCompression::EncodeDense(
     absl::Span<const float> gradient,
-    absl::Span<const std::pair<uint64_t, uint64_t>> parts) {
+    absl::Span<const std::pair<uint64_t, uint64_t>> parts, size_t max_threads) {
   const CodecOptions options = OptionsFor(NextPushIndex());
   std::vector<std::string> blocks(parts.size());
   absl::MutexLock lock(&mu_);
-  for (size_t i = 0; i < parts.size(); ++i) {
+  ErrorFeedback* const feedback = feedback_.get();
+  const auto encode_part = [&](size_t i) {
     const auto [offset, count] = parts[i];
     absl::Span<const float> part = gradient.subspan(offset, count);
-    absl::Status status =
-        feedback_ ? feedback_->EncodeRange(part, offset, options, &blocks[i])
-                  : EncodeBlock(part, options, offset, &blocks[i]);
+    return feedback != nullptr
+               ? feedback->EncodeRange(part, offset, options, &blocks[i])
+               : EncodeBlock(part, options, offset, &blocks[i]);
+  };
+  // The parts cover disjoint ranges (of the gradient and of the residual)
+  // and their encoding depends only on (options, offset), so any order gives
+  // the same blocks and residual as the loop below. With a non-finite value
+  // a part can fail, and the loop stops there, leaving later parts'
+  // residuals untouched; such pushes take the loop.
+  size_t threads = EncodeThreadsFor(gradient.size(), parts.size());
+  if (max_threads > 0) threads = std::min(threads, max_threads);
+  if (threads > 1 && AllEncodedValuesFinite(gradient, feedback)) {
+    std::vector<absl::Status> statuses(parts.size());
+    ParallelFor(parts.size(), threads,
+                [&](size_t i) { statuses[i] = encode_part(i); });
+    for (const absl::Status& status : statuses) {
+      if (!status.ok()) return status;
+    }
+    return blocks;
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    absl::Status status = encode_part(i);
     if (!status.ok()) return status;
   }
   return blocks;
@@ -105,6 +177,13 @@ TransferCounters TableCompression::counters() const {
   c.pull_raw_bytes = pull_raw_.load();
   c.pull_wire_bytes = pull_wire_.load();
   return c;
+}
+
+std::vector<float> TableCompression::residual() const {
+  absl::MutexLock lock(&mu_);
+  if (feedback_ == nullptr) return {};
+  const absl::Span<const float> r = feedback_->residual();
+  return std::vector<float>(r.begin(), r.end());
 }
 
 }  // namespace taups

@@ -5,7 +5,9 @@
 //
 // Thread-safe. The residual and the accumulation buffer are guarded by mu_;
 // a push encodes all its slices under it, so two concurrent pushes of one
-// table never interleave their error-feedback updates.
+// table never interleave their error-feedback updates. A large push encodes
+// its slices on several short-lived threads (up to 8, at least 2^18 values
+// each), with the same result as one after another.
 #ifndef TAUPS_WORKER_SRC_TABLE_COMPRESSION_H_
 #define TAUPS_WORKER_SRC_TABLE_COMPRESSION_H_
 
@@ -41,10 +43,12 @@ class TableCompression {
   std::optional<std::vector<float>> Accumulate(absl::Span<const float> gradient);
 
   // Encodes one dense push, one block per (offset, count) part, with error
-  // feedback when configured. Counts the push.
+  // feedback when configured. Counts the push. Uses at most `max_threads`
+  // threads (0 = as many as help, up to 8); the result does not depend on it.
   absl::StatusOr<std::vector<std::string>> EncodeDense(
       absl::Span<const float> gradient,
-      absl::Span<const std::pair<uint64_t, uint64_t>> parts);
+      absl::Span<const std::pair<uint64_t, uint64_t>> parts,
+      size_t max_threads = 0);
 
   // The same through a SliceEncoder (error feedback is the encoder's).
   absl::StatusOr<std::vector<std::string>> EncodeDenseWith(
@@ -62,6 +66,8 @@ class TableCompression {
   void CountPull(uint64_t raw_bytes, uint64_t wire_bytes);
   void CountDeferred() { deferred_.fetch_add(1); }
   TransferCounters counters() const;
+  // A copy of the error-feedback residual (empty without error feedback).
+  std::vector<float> residual() const;
 
  private:
   CodecOptions OptionsFor(uint64_t push_index) const;
@@ -73,7 +79,7 @@ class TableCompression {
   std::atomic<uint64_t> push_raw_{0}, push_wire_{0};
   std::atomic<uint64_t> pull_raw_{0}, pull_wire_{0};
   std::atomic<uint64_t> pushes_sent_{0}, pulls_{0};
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::unique_ptr<ErrorFeedback> feedback_ ABSL_GUARDED_BY(mu_);
   std::vector<float> accumulated_ ABSL_GUARDED_BY(mu_);
   uint32_t accumulated_count_ ABSL_GUARDED_BY(mu_) = 0;
