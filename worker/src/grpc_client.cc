@@ -46,7 +46,7 @@ absl::StatusOr<T> Wait(std::future<absl::StatusOr<T>> future) {
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     const ClientOptions& options) {
   RETURN_IF_ERROR(options.Validate());
-  KeepGrpcInitialized();
+  KeepCallbackQueueAlive();
   const absl::Time deadline = absl::Now() + options.connect_timeout;
   std::vector<std::unique_ptr<ShardChannels>> shards;
   for (const std::string& address : options.servers) {
