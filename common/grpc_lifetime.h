@@ -24,7 +24,7 @@ void KeepGrpcInitialized();
 // can abort the process inside gRPC ("ref_counted.h:183 assertion failed:
 // prior > 0" from grpc_cq_internal_unref): a process that connects,
 // disconnects and connects again (tests, a Python session, a trainer that
-// reconnects) hit it about once in twenty runs of a test binary under load.
+// reconnects) hit it in about 3 % of runs of a test binary under load.
 // One channel bound to the queue and never destroyed keeps it from shutting
 // down. The first call makes one failed call to 127.0.0.1:1 (at most 1 s).
 // Idempotent and thread-safe.
