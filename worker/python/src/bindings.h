@@ -14,6 +14,8 @@ void BindStatusErrors(pybind11::module_& m);
 void BindTableConfig(pybind11::module_& m);
 // PullInfo, PushResult and the stats structs (result_bindings.cc).
 void BindResults(pybind11::module_& m);
+// Codecs, CompressionConfig and TransferCounters (compression_bindings.cc).
+void BindCompression(pybind11::module_& m);
 // ClientCore, the connection to a cluster (client_bindings.cc).
 void BindClient(pybind11::module_& m);
 

@@ -182,6 +182,20 @@ void BindClient(py::module_& m) {
              return WithoutGil(core, [&](Client& c) { return c.Stats(table); });
            },
            py::arg("table"))
+      .def("set_compression",
+           [](const ClientCore& core, const std::string& table,
+              const CompressionConfig& config) {
+             WithoutGil(core, [&](Client& c) {
+               return c.SetCompression(table, config);
+             });
+           },
+           py::arg("table"), py::arg("config"))
+      .def("transfers",
+           [](const ClientCore& core, const std::string& table) {
+             return WithoutGil(core,
+                               [&](Client& c) { return c.Transfers(table); });
+           },
+           py::arg("table"))
       .def("pull_dense", &PullDense, py::arg("table"), py::arg("out"))
       .def("push_dense", &PushDense, py::arg("table"), py::arg("grad"),
            py::arg("basis") = nullptr)

@@ -9,5 +9,6 @@ PYBIND11_MODULE(_taups, m) {
   taups::python::BindStatusErrors(m);
   taups::python::BindTableConfig(m);
   taups::python::BindResults(m);
+  taups::python::BindCompression(m);
   taups::python::BindClient(m);
 }

@@ -20,6 +20,9 @@ taups.StatusError or one of its subclasses (NotFoundError, ...), carrying
 
 from taups._taups import (
     AlreadyExistsError,
+    Codec,
+    CodecOptions,
+    CompressionConfig,
     Consistency,
     ConsistencyConfig,
     DeadlineExceededError,
@@ -33,6 +36,7 @@ from taups._taups import (
     OptimizerConfig,
     PullInfo,
     PushResult,
+    Rounding,
     ShardPushResult,
     SparseEviction,
     StalenessConfig,
@@ -40,10 +44,12 @@ from taups._taups import (
     TableConfig,
     TableKind,
     TableShardStats,
+    TransferCounters,
     UnavailableError,
     WorkerShardStats,
 )
 from taups.client import Client
+from taups.compression import compression
 from taups.tables import dense_table, sparse_table
 
 __all__ = [name for name in dir() if not name.startswith("_")]

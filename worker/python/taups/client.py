@@ -92,6 +92,17 @@ class Client:
         """What every shard measured for `table`: list of TableShardStats."""
         return self._core.stats(table)
 
+    def set_compression(self, table, config):
+        """Compresses this worker's pushes (and, if asked, pulls) of `table`
+        from now on: a CompressionConfig, e.g. taups.compression("int8",
+        error_feedback=True). Call it again to change it."""
+        self._core.set_compression(table, config)
+
+    def transfers(self, table):
+        """Bytes this worker pushed and pulled for `table`, raw (float32) and
+        on the wire: a TransferCounters."""
+        return self._core.transfers(table)
+
     # --- dense tables ---
     def pull_dense(self, table, out):
         """Reads the whole table into `out` (float32, table-size elements,

@@ -225,6 +225,45 @@ class BindingTest(unittest.TestCase):
         c.create_table(manual)
         self.assertEqual(c.open_table("dense_manual").optimizer.momentum, 0.5)
 
+    def test_compressed_push_and_pull(self):
+        c = self.client
+        n = 4096
+        c.create_table(taups.dense_table("dense_int8", n, optimizer="sgd",
+                                         learning_rate=1.0))
+        with connect(worker_id=5) as worker:
+            worker.set_compression(
+                "dense_int8",
+                taups.compression("int8", bucket_size=256,
+                                  error_feedback=True, pull="bf16"))
+            rng = np.random.default_rng(3)
+            grad = rng.normal(0.0, 1e-2, n).astype(np.float32)
+            result = worker.push_dense("dense_int8", grad)
+            self.assertTrue(result.all_accepted)
+            w = np.empty(n, np.float32)
+            worker.pull_dense("dense_int8", w)
+            # SGD at rate 1 applies -decoded; int8 (nearest) errs by at most
+            # half a step per value (step = bucket max / 127), bf16 pulls by
+            # 2^-8 relative.
+            step = np.abs(grad).reshape(-1, 256).max(axis=1) / 127
+            bound = np.repeat(step, 256) / 2 + np.abs(grad) / 128 + 1e-12
+            self.assertTrue(np.all(np.abs(w + grad) <= bound))
+            self.assertGreater(np.abs(w + grad).max(), 0.0)
+            t = worker.transfers("dense_int8")
+            self.assertEqual(t.pushes_sent, 1)
+            self.assertEqual(t.push_raw_bytes, 4 * n)
+            # 1 byte per value, 4 per bucket, 32 per block header.
+            self.assertEqual(t.push_wire_bytes, n + 4 * (n // 256) + 32)
+            self.assertEqual(t.pulls, 1)
+            self.assertLess(t.pull_wire_bytes, 0.51 * t.pull_raw_bytes)
+        with self.assertRaises(taups.InvalidArgumentError):
+            taups.compression("int8", bucket_size=(1 << 20) + 1)
+        with self.assertRaisesRegex(ValueError, "codec: 'int3'"):
+            taups.compression("int3")
+        with self.assertRaises(taups.InvalidArgumentError):
+            taups.compression("none", pull="int4")
+        with self.assertRaises(taups.NotFoundError):
+            c.set_compression("no_such_table", taups.compression("fp16"))
+
     def test_clock_counts_steps(self):
         with connect(worker_id=3) as c:
             self.assertEqual(c.worker_id, 3)
