@@ -166,16 +166,11 @@ absl::Status MeasureSize(size_t n, const std::vector<CodecVariant>& variants,
 }
 
 absl::StatusOr<int> Run() {
-  const std::string format_name = absl::GetFlag(FLAGS_format);
-  if (format_name != "text" && format_name != "markdown") {
-    return absl::InvalidArgumentError("--format must be text or markdown");
-  }
-  const TableFormat format =
-      format_name == "markdown" ? TableFormat::kMarkdown : TableFormat::kText;
-  MeasureOptions measure;
-  measure.min_seconds = absl::GetFlag(FLAGS_min_seconds);
-  measure.min_iterations = std::max<int64_t>(1, absl::GetFlag(FLAGS_min_iters));
-  measure.trials = std::max(1, absl::GetFlag(FLAGS_trials));
+  ASSIGN_OR_RETURN(const TableFormat format,
+                   ParseTableFormat(absl::GetFlag(FLAGS_format)));
+  MeasureOptions measure = MeasureOptionsFrom(absl::GetFlag(FLAGS_min_seconds),
+                                              absl::GetFlag(FLAGS_min_iters),
+                                              absl::GetFlag(FLAGS_trials));
   ASSIGN_OR_RETURN(std::vector<size_t> sizes, Sizes());
   std::vector<CodecVariant> variants = BenchCodecVariants(
       absl::GetFlag(FLAGS_bucket_size), absl::GetFlag(FLAGS_seed));

@@ -104,4 +104,13 @@ Measurement Combine(const Measurement& a, const Measurement& b) {
                      a.cpu_seconds + b.cpu_seconds};
 }
 
+MeasureOptions MeasureOptionsFrom(double min_seconds, int64_t min_iterations,
+                                  int trials) {
+  MeasureOptions options;
+  options.min_seconds = min_seconds;
+  options.min_iterations = std::max<int64_t>(1, min_iterations);
+  options.trials = std::max(1, trials);
+  return options;
+}
+
 }  // namespace taups::bench

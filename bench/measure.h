@@ -24,6 +24,11 @@ struct MeasureOptions {
   int trials = 1;
 };
 
+// The options from a benchmark's --min_seconds, --min_iters and --trials
+// flags (iterations and trials at least 1).
+MeasureOptions MeasureOptionsFrom(double min_seconds, int64_t min_iterations,
+                                  int trials);
+
 struct Measurement {
   int64_t iterations = 0;
   double seconds = 0;      // wall time of the timed iterations, all together

@@ -96,4 +96,10 @@ void PrintReportHeader(TableFormat format, const std::string& title,
   std::printf("\n");
 }
 
+absl::StatusOr<TableFormat> ParseTableFormat(absl::string_view name) {
+  if (name == "text") return TableFormat::kText;
+  if (name == "markdown") return TableFormat::kMarkdown;
+  return absl::InvalidArgumentError("--format must be text or markdown");
+}
+
 }  // namespace taups::bench

@@ -10,9 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
 namespace taups::bench {
 
 enum class TableFormat { kText, kMarkdown };
+
+// "text" | "markdown" (a --format flag); INVALID_ARGUMENT otherwise.
+absl::StatusOr<TableFormat> ParseTableFormat(absl::string_view name);
 
 class ReportTable {
  public:

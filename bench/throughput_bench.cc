@@ -230,18 +230,13 @@ void PrintTable(TableFormat format, const std::string& title,
 }
 
 absl::Status Run() {
-  const std::string format_name = absl::GetFlag(FLAGS_format);
-  if (format_name != "text" && format_name != "markdown") {
-    return absl::InvalidArgumentError("--format must be text or markdown");
-  }
-  const TableFormat format =
-      format_name == "markdown" ? TableFormat::kMarkdown : TableFormat::kText;
+  ASSIGN_OR_RETURN(const TableFormat format,
+                   ParseTableFormat(absl::GetFlag(FLAGS_format)));
   spdlog::set_level(spdlog::level::from_str(absl::GetFlag(FLAGS_log_level)));
 
-  MeasureOptions measure;
-  measure.min_seconds = absl::GetFlag(FLAGS_min_seconds);
-  measure.min_iterations = std::max<int64_t>(1, absl::GetFlag(FLAGS_min_iters));
-  measure.trials = std::max(1, absl::GetFlag(FLAGS_trials));
+  MeasureOptions measure = MeasureOptionsFrom(absl::GetFlag(FLAGS_min_seconds),
+                                              absl::GetFlag(FLAGS_min_iters),
+                                              absl::GetFlag(FLAGS_trials));
   ASSIGN_OR_RETURN(std::vector<size_t> dense_sizes, DenseSizes());
   ASSIGN_OR_RETURN(size_t slice_bytes,
                    ParseByteSize(absl::GetFlag(FLAGS_slice_bytes)));
