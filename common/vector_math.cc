@@ -1,6 +1,19 @@
 #include "common/vector_math.h"
 
+#include <cstdint>
+#include <cstring>
+
 namespace taups {
+namespace {
+
+// 1 when `x` is NaN or infinite (all exponent bits set), else 0.
+inline uint32_t NonFiniteBit(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  return (bits & 0x7f800000u) == 0x7f800000u;
+}
+
+}  // namespace
 
 double SquaredNorm(absl::Span<const float> values) {
   constexpr size_t kLanes = 8;
@@ -17,6 +30,18 @@ double SquaredNorm(absl::Span<const float> values) {
   for (size_t i = whole; i < n; ++i) sum += static_cast<double>(values[i]) * values[i];
   for (double p : partial) sum += p;
   return sum;
+}
+
+bool AllFinite(absl::Span<const float> values) {
+  uint32_t non_finite = 0;
+  for (float v : values) non_finite |= NonFiniteBit(v);
+  return non_finite == 0;
+}
+
+bool AllSumsFinite(absl::Span<const float> a, absl::Span<const float> b) {
+  uint32_t non_finite = 0;
+  for (size_t i = 0; i < a.size(); ++i) non_finite |= NonFiniteBit(a[i] + b[i]);
+  return non_finite == 0;
 }
 
 }  // namespace taups

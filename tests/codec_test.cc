@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -14,6 +15,7 @@
 #include "common/codec_format.h"
 #include "common/codec_math.h"
 #include "common/error_feedback.h"
+#include "common/vector_math.h"
 
 namespace taups {
 namespace {
@@ -404,6 +406,28 @@ TEST_CASE("error feedback conserves the gradient sum") {
         absl::StatusCode::kInvalidArgument);
 }
 
+
+TEST_CASE("AllFinite and AllSumsFinite see every NaN and infinity") {
+  std::vector<float> a = RandomValues(1001, 8), b = RandomValues(1001, 9);
+  CHECK(AllFinite(a));
+  CHECK(AllFinite({}));
+  CHECK(AllSumsFinite(a, b));
+  for (float bad : {NAN, -NAN, INFINITY, -INFINITY}) {
+    for (size_t at : {size_t{0}, size_t{500}, size_t{1000}}) {
+      CAPTURE(bad, at);
+      std::vector<float> with_bad = a;
+      with_bad[at] = bad;
+      CHECK_FALSE(AllFinite(with_bad));
+      CHECK_FALSE(AllSumsFinite(with_bad, b));
+      CHECK_FALSE(AllSumsFinite(b, with_bad));
+    }
+  }
+  // Finite values whose sum overflows.
+  const std::vector<float> big = {1.0f, 3e38f}, bigger = {1.0f, 3e38f};
+  CHECK(AllFinite(big));
+  CHECK_FALSE(AllSumsFinite(big, bigger));
+  CHECK(AllFinite(std::vector<float>{FLT_MAX, -FLT_MAX, 0.0f, -0.0f, 1e-45f}));
+}
 
 TEST_CASE("error feedback writes every NaN sum as the one quiet NaN") {
   // The codecs that carry NaN (fp32, fp16, bf16) must send the same bytes

@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <thread>
 
 #include "common/codec.h"
-#include "common/codec_math.h"
 #include "common/shard_map.h"
+#include "common/vector_math.h"
 
 namespace taups {
 namespace {
@@ -25,30 +24,13 @@ size_t EncodeThreadsFor(uint64_t values, size_t parts) {
       1, std::min({cores, by_size, parts, kMaxEncodeThreads}));
 }
 
-// Whether every value the encoder will see is finite: the gradient, or with
-// error feedback gradient + residual as the encoder adds them.
-bool AllEncodedValuesFinite(absl::Span<const float> gradient,
-                            const ErrorFeedback* feedback) {
-  if (feedback == nullptr) {
-    return std::all_of(gradient.begin(), gradient.end(),
-                       [](float v) { return std::isfinite(v); });
-  }
-  const absl::Span<const float> residual = feedback->residual();
-  for (size_t i = 0; i < gradient.size(); ++i) {
-    if (!std::isfinite(codec_math::FeedbackSum(gradient[i], residual[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// Runs encode(i) for every i < count on `threads` threads, the calling
+// Runs body(i) for every i < count on `threads` threads, the calling
 // one included.
-template <typename Encode>
-void ParallelFor(size_t count, size_t threads, const Encode& encode) {
+template <typename Body>
+void ParallelFor(size_t count, size_t threads, const Body& body) {
   std::atomic<size_t> next{0};
   const auto drain = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < count;) encode(i);
+    for (size_t i; (i = next.fetch_add(1)) < count;) body(i);
   };
   std::vector<std::thread> helpers;
   helpers.reserve(threads - 1);
@@ -112,18 +94,30 @@ absl::StatusOr<std::vector<std::string>> TableCompression::EncodeDense(
   // The parts cover disjoint ranges (of the gradient and of the residual)
   // and their encoding depends only on (options, offset), so any order gives
   // the same blocks and residual as the loop below. With a non-finite value
-  // a part can fail, and the loop stops there, leaving later parts'
-  // residuals untouched; such pushes take the loop.
+  // (of the gradient, or of gradient + residual) a part can fail, and the
+  // loop stops there, leaving later parts' residuals untouched; so the parts
+  // are checked first (in parallel too) and such pushes take the loop.
   size_t threads = EncodeThreadsFor(gradient.size(), parts.size());
   if (max_threads > 0) threads = std::min(threads, max_threads);
-  if (threads > 1 && AllEncodedValuesFinite(gradient, feedback)) {
-    std::vector<absl::Status> statuses(parts.size());
-    ParallelFor(parts.size(), threads,
-                [&](size_t i) { statuses[i] = encode_part(i); });
-    for (const absl::Status& status : statuses) {
-      if (!status.ok()) return status;
+  if (threads > 1) {
+    std::vector<char> finite(parts.size());
+    ParallelFor(parts.size(), threads, [&](size_t i) {
+      const auto [offset, count] = parts[i];
+      const absl::Span<const float> part = gradient.subspan(offset, count);
+      finite[i] = feedback != nullptr
+                      ? AllSumsFinite(part, feedback->residual().subspan(
+                                                offset, count))
+                      : AllFinite(part);
+    });
+    if (std::all_of(finite.begin(), finite.end(), [](char f) { return f; })) {
+      std::vector<absl::Status> statuses(parts.size());
+      ParallelFor(parts.size(), threads,
+                  [&](size_t i) { statuses[i] = encode_part(i); });
+      for (const absl::Status& status : statuses) {
+        if (!status.ok()) return status;
+      }
+      return blocks;
     }
-    return blocks;
   }
   for (size_t i = 0; i < parts.size(); ++i) {
     absl::Status status = encode_part(i);
