@@ -97,8 +97,9 @@ absl::StatusOr<std::vector<std::string>> TableCompression::EncodeDense(
   // (of the gradient, or of gradient + residual) a part can fail, and the
   // loop stops there, leaving later parts' residuals untouched; so the parts
   // are checked first (in parallel too) and such pushes take the loop.
-  size_t threads = EncodeThreadsFor(gradient.size(), parts.size());
-  if (max_threads > 0) threads = std::min(threads, max_threads);
+  const size_t threads = max_threads > 0
+                            ? std::min(max_threads, parts.size())
+                            : EncodeThreadsFor(gradient.size(), parts.size());
   if (threads > 1) {
     std::vector<char> finite(parts.size());
     ParallelFor(parts.size(), threads, [&](size_t i) {

@@ -43,8 +43,9 @@ class TableCompression {
   std::optional<std::vector<float>> Accumulate(absl::Span<const float> gradient);
 
   // Encodes one dense push, one block per (offset, count) part, with error
-  // feedback when configured. Counts the push. Uses at most `max_threads`
-  // threads (0 = as many as help, up to 8); the result does not depend on it.
+  // feedback when configured. Counts the push. Encodes on `max_threads`
+  // threads (at most one per part; 0 = as many as help, up to 8); the result
+  // does not depend on it.
   absl::StatusOr<std::vector<std::string>> EncodeDense(
       absl::Span<const float> gradient,
       absl::Span<const std::pair<uint64_t, uint64_t>> parts,
