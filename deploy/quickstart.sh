@@ -50,6 +50,10 @@ phase "[1/3] dependencies (deploy/setup.sh)"
 
 phase "[2/3] configure and build in $BUILD_DIR/ (Ninja, RelWithDebInfo)"
 if command -v ccache >/dev/null 2>&1; then
+  # Paths relative to the checkout and no working directory in the hash, so
+  # another clone or build directory of the same sources hits the cache.
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$REPO_ROOT}"
+  export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
   echo "compiler cache: ccache ($(ccache --version | head -n 1))"
 fi
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
