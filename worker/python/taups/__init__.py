@@ -15,10 +15,12 @@
 numpy arrays and CPU torch tensors are passed without copying; they must be
 C-contiguous float32 (keys: uint64 or int64). Failed calls raise
 taups.StatusError or one of its subclasses (NotFoundError, ...), carrying
-`code`, `code_name` and `message`.
+`code`, `code_name` and `message`. `taups.__version__` is the tauPS version
+the extension was built from.
 """
 
 from taups._taups import (
+    __version__,
     AlreadyExistsError,
     Codec,
     CodecOptions,

@@ -34,3 +34,16 @@ else()
   message(STATUS "tauPS: python_torch_test and python_ctr_example_test "
                  "skipped: ${taups_python_exe} has no torch (python3-torch)")
 endif()
+
+# The package installed by pip into a fresh venv, as a wheel and by
+# cmake --install, each trained through against a real ps_server. It reuses
+# this build directory's extension (TAUPS_PYTHON_BUILD_DIR), so nothing is
+# compiled again; skipped without python3-venv, python3-build or python3-wheel.
+add_test(NAME python_install_test
+  COMMAND ${taups_python_dir}/tests/with_ps_server.sh $<TARGET_FILE:ps_server>
+          ${taups_python_dir}/tests/pip_install_test.sh ${PROJECT_BINARY_DIR}
+          ${PROJECT_SOURCE_DIR} ${taups_python_exe} ${TAUPS_PYTHON_INSTALL_DIR})
+set_tests_properties(python_install_test PROPERTIES
+  LABELS integration
+  TIMEOUT 300
+  SKIP_RETURN_CODE 77)
