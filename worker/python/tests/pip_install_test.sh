@@ -107,6 +107,14 @@ quiet "$python" -m venv --system-site-packages "$scratch/wheel-venv"
 wheel_python=$scratch/wheel-venv/bin/python
 quiet "$wheel_python" -m pip install --no-index "${wheels[0]}"
 check "$wheel_python" "$(site_of "$wheel_python")" wheel
+# The installed extension must not load libraries from the build tree.
+if command -v readelf >/dev/null; then
+  runpath=$(readelf -d "$(site_of "$wheel_python")"/taups/_taups*.so |
+    grep -E 'R(UN)?PATH' || true)
+  if [[ "$runpath" == *"$build_dir"* ]]; then
+    echo "the wheel's extension searches the build tree: $runpath"; exit 1
+  fi
+fi
 
 # 3. cmake --install, component python, into a scratch prefix.
 if [[ "$install_dir" = /* ]]; then
