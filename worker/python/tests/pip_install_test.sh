@@ -36,7 +36,8 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 mkdir "$scratch/pkg" "$scratch/run"
 tar -C "$source_dir/worker/python" --exclude=./build --exclude=./dist \
-  --exclude='*.egg-info' --exclude=__pycache__ -cf - . |
+  --exclude='*.egg-info' --exclude=__pycache__ --exclude='_taups*.so' \
+  -cf - . |
   tar -C "$scratch/pkg" -xf -
 cp "$source_dir/worker/python/tests/check_installed.py" "$scratch/run/"
 unset PYTHONPATH
