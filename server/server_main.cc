@@ -9,11 +9,12 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
-#include "common/usage.h"
-#include "common/malloc_tuning.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "common/command_line.h"
+#include "common/flag_checks.h"
+#include "common/grpc_logging.h"
+#include "common/logging.h"
+#include "common/malloc_tuning.h"
 #include "server/cluster_file.h"
 #include "server/shard_server.h"
 #include "spdlog/spdlog.h"
@@ -41,26 +42,59 @@ ABSL_FLAG(int, stats_interval_s, 10,
 ABSL_FLAG(double, lease_s, 10.0,
           "Lease granted to a worker that asks for none: a worker silent for "
           "longer is declared dead and leaves every barrier and quorum.");
-ABSL_FLAG(std::string, log_level, "info", "trace|debug|info|warn|error");
+ABSL_FLAG(std::string, log_level, "info",
+          "Least severe level logged: trace, debug, info, warn, error, "
+          "critical or off (case-insensitive)");
 
 namespace {
 
+// Most shards a cluster may have; more is surely a typo.
+constexpr long double kMaxShards = 4096;
+
+// Every numeric flag above (taups::CheckNumericFlags refuses a numeric flag
+// missing here).
+constexpr taups::FlagRange kFlagRanges[] = {
+    {"shard_index", 0, kMaxShards - 1},
+    {"num_shards", 1, kMaxShards},
+    {"port", 0, 65535},
+    // The limit is an int of bytes in gRPC: 2047 MiB is the most it holds.
+    {"max_message_mb", 1, 2047},
+    {"stats_interval_s", 0, 86400},
+    // Workers may ask for leases up to an hour (Register), so the default
+    // may be as long.
+    {"lease_s", 0, 3600, /*min_open=*/true},
+};
+
 int Fail(const absl::Status& status) {
-  spdlog::error("ps_server: {}", status.ToString());
+  spdlog::error("{}", status.ToString());
   return 1;
+}
+
+int FailFlags(const absl::Status& status) {
+  spdlog::error("{}", std::string(status.message()));
+  return taups::kExitBadFlags;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   taups::KeepLargeBuffersMapped();
-  taups::SetUsage(
-      "One shard of a tauPS parameter server.\n"
+  taups::ParseCommandLineOrExit(
+      argc, argv, "ps_server",
+      "ps_server: one shard of a tauPS parameter server.\n"
       "  ps_server --shard_index=0 --num_shards=2 --port=7000\n"
       "  ps_server --cluster_file=cluster.txt --shard_index=1\n"
-      "Stops cleanly on SIGTERM or SIGINT.");
-  absl::ParseCommandLine(argc, argv);
-  spdlog::set_level(spdlog::level::from_str(absl::GetFlag(FLAGS_log_level)));
+      "Stops cleanly on SIGTERM or SIGINT. Exit status 2 for a flag out of\n"
+      "range, 1 for other failures.");
+  taups::LogOptions log;
+  log.tag = absl::StrCat("ps_server[shard ", absl::GetFlag(FLAGS_shard_index),
+                         "]");
+  log.level = absl::GetFlag(FLAGS_log_level);
+  if (absl::Status s = taups::SetUpLogging(log); !s.ok()) return FailFlags(s);
+  taups::RouteGrpcLogsToSpdlog();
+  if (absl::Status s = taups::CheckNumericFlags(kFlagRanges); !s.ok()) {
+    return FailFlags(s);
+  }
 
   taups::ShardServerOptions options;
   options.shard_index = absl::GetFlag(FLAGS_shard_index);
@@ -81,7 +115,7 @@ int main(int argc, char** argv) {
     options.listen_address =
         absl::StrCat(absl::GetFlag(FLAGS_host), ":", *port);
   }
-  options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
+  options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) * (1 << 20);
   options.stats_interval = absl::Seconds(absl::GetFlag(FLAGS_stats_interval_s));
   options.default_lease = absl::Seconds(absl::GetFlag(FLAGS_lease_s));
 

@@ -8,12 +8,15 @@
 #include <mutex>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "common/shard_map.h"
-#include "server/grpc_service.h"
 #include "common/clock.h"
 #include "common/grpc_lifetime.h"
+#include "common/shard_map.h"
+#include "server/cluster_file.h"
+#include "server/grpc_service.h"
+#include "server/listen_check.h"
 #include "server/parameter_store.h"
 #include "spdlog/spdlog.h"
 
@@ -46,6 +49,10 @@ struct ShardServer::State {
   std::unique_ptr<grpc::Server> server;
   absl::Notification stop_stats;
   std::thread stats_thread;
+  // The last stats line logged per table, so an unchanged table is not
+  // logged again. Used by the stats thread, then by Shutdown() after joining
+  // it; never concurrently.
+  absl::flat_hash_map<std::string, std::string> last_stats;
   std::once_flag shutdown_once;
   absl::Notification shut_down;
 };
@@ -58,7 +65,10 @@ uint64_t NewIncarnation() {
   return mixed == 0 ? 1 : mixed;
 }
 
-void LogStats(const ParameterStore& store) {
+// Logs one stats line per table whose line differs from the one in `last`
+// (every table when `all`), and records what it logged there.
+void LogStats(const ParameterStore& store,
+              absl::flat_hash_map<std::string, std::string>& last, bool all) {
   const StoreStats stats = store.Stats();
   size_t live = 0;
   for (const WorkerStatus& w : stats.workers) live += w.live ? 1 : 0;
@@ -72,7 +82,7 @@ void LogStats(const ParameterStore& store) {
           t.last_straggler >= 0 ? absl::StrCat(" straggler=worker", t.last_straggler)
                                 : std::string());
     }
-    spdlog::info(
+    std::string line = fmt::format(
         "stats shard={} table={} {} version={} pushes={} tau_mean={:.2f} "
         "tau_p99={} tau_max={} rejected={} downweighted={} late={}{} "
         "workers_live={}/{}{}",
@@ -91,6 +101,11 @@ void LogStats(const ParameterStore& store) {
                                               std::round(t.row_tau.mean() * 100) / 100,
                                               " row_tau_max=", t.row_tau.max()))
             : std::string());
+    std::string& previous = last[info.config.name];
+    if (all || line != previous) {
+      spdlog::info("{}", line);
+      previous = std::move(line);
+    }
   }
 }
 
@@ -111,6 +126,10 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
       state->store.get(), state->incarnation);
 
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default, which lets a second shard bind a
+  // port that one already listens on (and the kernel split the calls
+  // between them). A port in use must be an error instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.listen_address,
                            grpc::InsecureServerCredentials(), &state->port);
   builder.RegisterService(state->service.get());
@@ -118,12 +137,22 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   state->server = builder.BuildAndStart();
   if (state->server == nullptr || state->port == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options.listen_address));
+    return ExplainListenFailure(options.listen_address);
+  }
+  const absl::StatusOr<int> requested = PortOf(options.listen_address);
+  if (requested.ok() && *requested != 0 && *requested != state->port) {
+    state->server->Shutdown();
+    return absl::UnavailableError(absl::StrCat(
+        "asked to listen on ", options.listen_address, " but bound port ",
+        state->port));
   }
   spdlog::info("shard {}/{} serving on port {} (incarnation {:016x})",
                options.shard_index, options.num_shards, state->port,
                state->incarnation);
+  if (options.stats_interval > absl::ZeroDuration()) {
+    spdlog::info("stats lines every {} per table that changed",
+                 absl::FormatDuration(options.stats_interval));
+  }
   {
     // One background thread: leases and step timeouts every tick, a stats
     // line every stats_interval.
@@ -135,7 +164,7 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
         s->store->Tick();
         if (s->options.stats_interval > absl::ZeroDuration() &&
             absl::Now() >= next_stats) {
-          LogStats(*s->store);
+          LogStats(*s->store, s->last_stats, /*all=*/false);
           next_stats = absl::Now() + s->options.stats_interval;
         }
       }
@@ -165,7 +194,7 @@ void ShardServer::Shutdown(absl::Duration grace) {
     state_->server->Wait();
     state_->stop_stats.Notify();
     if (state_->stats_thread.joinable()) state_->stats_thread.join();
-    LogStats(*state_->store);
+    LogStats(*state_->store, state_->last_stats, /*all=*/true);  // final figures
     spdlog::info("shard {} stopped", state_->options.shard_index);
     state_->shut_down.Notify();
   });

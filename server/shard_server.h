@@ -1,5 +1,7 @@
 // ShardServer: one running ps_server shard — a ParameterStore served over
-// gRPC, with a ticker (leases, step timeouts) and a periodic stats log line. Used by ps_server's main and by
+// gRPC, with a ticker (leases, step timeouts) and a periodic stats log line
+// per table (only when the table's figures changed since its last line; a
+// last line for every table at shutdown). Used by ps_server's main and by
 // in-process benchmarks.
 //
 // Thread-safe: Shutdown() may be called from any thread (e.g. a signal
@@ -35,7 +37,9 @@ struct ShardServerOptions {
 
 class ShardServer {
  public:
-  // Binds and starts serving. UNAVAILABLE if the address cannot be bound.
+  // Binds and starts serving. UNAVAILABLE, saying why, if the address cannot
+  // be bound; a port another process listens on is refused (gRPC's
+  // SO_REUSEPORT is turned off).
   static absl::StatusOr<std::unique_ptr<ShardServer>> Start(
       const ShardServerOptions& options);
   ~ShardServer();

@@ -1,17 +1,18 @@
 // ps_admin: look at and steer a running tauPS cluster.
 //
 //   ps_admin --servers=h:p,h:p stats --table=mlp
-//   ps_admin --servers=h:p,h:p set-policy --table=mlp --num_workers=4 \
+//   ps_admin --servers=h:p,h:p set-policy --table=mlp --num_workers=4
 //            --consistency=semi_sync --quorum=0.75 --late=reuse_last
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "common/usage.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
+#include "common/command_line.h"
+#include "common/flag_checks.h"
+#include "common/grpc_logging.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "taups/client.h"
 #include "worker/tools/policy_flags.h"
@@ -24,6 +25,13 @@ ABSL_FLAG(uint32_t, num_workers, 0,
 
 namespace taups {
 namespace {
+
+// Every numeric flag of ps_admin (its own, then the policy flags').
+std::vector<FlagRange> AllFlagRanges() {
+  std::vector<FlagRange> ranges = {{"num_workers", 0, 65536}};
+  AppendFlagRanges(ranges, PolicyFlagRanges());
+  return ranges;
+}
 
 absl::StatusOr<std::unique_ptr<Client>> ConnectAdmin() {
   ClientOptions options;
@@ -110,13 +118,25 @@ absl::Status Run(const std::vector<char*>& args) {
 }  // namespace taups
 
 int main(int argc, char** argv) {
-  taups::SetUsage(
-      "Inspect or steer a tauPS cluster.\n"
+  const std::vector<char*> args = taups::ParseCommandLineOrExit(
+      argc, argv, "ps_admin",
+      "ps_admin: inspect or steer a tauPS cluster.\n"
       "  ps_admin --servers=h:p,h:p --table=T stats\n"
       "  ps_admin --servers=h:p,h:p --table=T --num_workers=N set-policy "
       "--consistency=sync|semi_sync|ssp|async [--quorum --step_timeout_s "
-      "--late --ssp_bound --tau_max --downweight ...]");
-  const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+      "--late --ssp_bound --tau_max --downweight ...]\n"
+      "Exit status 2 for a flag out of range, 1 for other failures.");
+  // Results go to stdout; the client library's warnings to stderr.
+  taups::LogOptions log;
+  log.tag = "ps_admin";
+  log.level = "warn";
+  absl::Status flags = taups::SetUpLogging(log);
+  taups::RouteGrpcLogsToSpdlog();
+  if (flags.ok()) flags = taups::CheckNumericFlags(taups::AllFlagRanges());
+  if (!flags.ok()) {
+    std::fprintf(stderr, "ps_admin: %s\n", std::string(flags.message()).c_str());
+    return taups::kExitBadFlags;
+  }
   const absl::Status status = taups::Run(args);
   if (!status.ok()) {
     std::fprintf(stderr, "ps_admin: %s\n", status.ToString().c_str());

@@ -34,6 +34,18 @@ ABSL_FLAG(uint64_t, compression_seed, 1,
 
 namespace taups {
 
+absl::Span<const FlagRange> CompressionFlagRanges() {
+  static constexpr FlagRange kRanges[] = {
+      {"bucket_size", 0, kMaxBucketSize},
+      {"topk_ratio", 0, 1, /*min_open=*/true},
+      {"accumulate_steps", 1, 65536},
+      {"topk_warmup_pushes", 0, MaxOf<uint32_t>()},
+      {"topk_warmup_start_ratio", 0, 1, /*min_open=*/true},
+      {"compression_seed", 0, MaxOf<uint64_t>()},
+  };
+  return kRanges;
+}
+
 absl::StatusOr<CompressionConfig> CompressionFromFlags() {
   CompressionConfig config;
   auto flag_error = [](const char* flag, const absl::Status& status) {

@@ -4,6 +4,8 @@
 #define TAUPS_WORKER_TOOLS_COMPRESSION_FLAGS_H_
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/flag_checks.h"
 #include "taups/compression.h"
 
 namespace taups {
@@ -13,6 +15,9 @@ namespace taups {
 // --topk_warmup_start_ratio, --pull_codec and --compression_seed;
 // INVALID_ARGUMENT naming the bad flag or field.
 absl::StatusOr<CompressionConfig> CompressionFromFlags();
+
+// The allowed range of each numeric flag above, for CheckNumericFlags().
+absl::Span<const FlagRange> CompressionFlagRanges();
 
 }  // namespace taups
 

@@ -44,6 +44,20 @@ ABSL_FLAG(int64_t, warmup_versions, -1,
 
 namespace taups {
 
+absl::Span<const FlagRange> PolicyFlagRanges() {
+  static constexpr FlagRange kRanges[] = {
+      {"quorum", 0, 1, /*min_open=*/true},
+      {"step_timeout_s", 0, 86400},
+      {"ssp_bound", 0, 1000000},
+      {"tau_max", -1, MaxOf<int64_t>()},
+      {"downweight_lambda", 0, 1e6},
+      {"dc_lambda", 0, 1e6},
+      {"clip_norm", 0, MaxOf<float>()},
+      {"warmup_versions", -1, MaxOf<int64_t>()},
+  };
+  return kRanges;
+}
+
 absl::StatusOr<PolicyFlags> PolicyFromFlags(uint32_t num_workers) {
   PolicyFlags policy;
   RETURN_IF_ERROR(ParseConsistencyKind(absl::GetFlag(FLAGS_consistency),

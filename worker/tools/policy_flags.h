@@ -6,6 +6,8 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/flag_checks.h"
 #include "taups/table_config.h"
 
 namespace taups {
@@ -23,6 +25,9 @@ struct PolicyFlags {
 // --dc_lambda, --clip_norm and --warmup_versions. `num_workers` is the
 // number of workers a barrier waits for at start-up.
 absl::StatusOr<PolicyFlags> PolicyFromFlags(uint32_t num_workers);
+
+// The allowed range of each numeric flag above, for CheckNumericFlags().
+absl::Span<const FlagRange> PolicyFlagRanges();
 
 }  // namespace taups
 

@@ -159,8 +159,8 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
   std::vector<float> window_scores, window_labels;
   CtrExamples examples;
   const absl::Time progress_start = absl::Now();
-  TrainingProgress progress("ctr", options.worker_id, options.log_every,
-                            progress_start);
+  TrainingProgress progress("ctr", options.worker_id, options.steps,
+                            options.log_every, progress_start);
   TrainingSummary summary;
   absl::Duration eval_time;
   CtrEvaluation last_eval;

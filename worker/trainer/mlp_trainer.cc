@@ -81,8 +81,8 @@ absl::StatusOr<TrainingSummary> RunMlpTraining(Client& client,
   std::vector<float> x(static_cast<size_t>(batch) * dim);
   std::vector<uint8_t> y(batch);
   std::vector<int> indices;
-  TrainingProgress progress("mlp", options.worker_id, options.log_every,
-                            absl::Now());
+  TrainingProgress progress("mlp", options.worker_id, options.steps,
+                            options.log_every, absl::Now());
   int64_t window_correct = 0, window_examples = 0;
 
   for (int64_t step = 0; step < options.steps; ++step) {

@@ -1,10 +1,11 @@
 #include "worker/trainer/training_progress.h"
 
-#include "absl/time/clock.h"
-
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "spdlog/spdlog.h"
 
 namespace taups::trainer {
@@ -20,9 +21,11 @@ void TauStats::Add(const PushResult& result) {
 }
 
 TrainingProgress::TrainingProgress(std::string model, uint32_t worker_id,
-                                   int64_t log_every, absl::Time start)
+                                   int64_t total_steps, int64_t log_every,
+                                   absl::Time start)
     : model_(std::move(model)),
       worker_id_(worker_id),
+      total_steps_(total_steps),
       log_every_(log_every),
       start_(start),
       window_start_(start) {}
@@ -48,8 +51,13 @@ double TrainingProgress::samples_per_sec(absl::Time now) const {
   return seconds > 0.0 ? static_cast<double>(examples_) / seconds : 0.0;
 }
 
-void TrainingProgress::LogWindow(std::string_view metric_name, double metric,
-                                 absl::Time now) {
+absl::Duration TrainingProgress::Eta(absl::Time now) const {
+  if (steps_ <= 0 || steps_ >= total_steps_) return absl::ZeroDuration();
+  return (now - start_) / steps_ * (total_steps_ - steps_);
+}
+
+std::string TrainingProgress::WindowLine(std::string_view metric_name,
+                                         double metric, absl::Time now) const {
   const double seconds = absl::ToDoubleSeconds(now - window_start_);
   const double rate =
       seconds > 0.0 ? static_cast<double>(window_examples_) / seconds : 0.0;
@@ -57,11 +65,20 @@ void TrainingProgress::LogWindow(std::string_view metric_name, double metric,
       window_pulls_ > 0
           ? absl::ToDoubleMilliseconds(window_wait_ / window_pulls_)
           : 0.0;
-  spdlog::info(
-      "{} worker {} step {} loss {:.4f} {} {:.4f} samples/s {:.0f} tau mean "
-      "{:.2f} max {} pull_wait {:.1f} ms",
-      model_, worker_id_, steps_, recent_loss(), metric_name, metric, rate,
-      tau_.mean(), tau_.max(), wait_ms);
+  // Whole seconds: "12s", "3m20s", "0s".
+  const absl::Duration eta =
+      absl::Seconds(std::llround(absl::ToDoubleSeconds(Eta(now))));
+  return absl::StrFormat(
+      "%s worker %u step %d/%d loss %.4f %s %.4f samples/s %.0f tau mean "
+      "%.2f max %u rejected %d pull_wait %.1f ms eta %s",
+      model_, worker_id_, steps_, total_steps_, recent_loss(), metric_name,
+      metric, rate, tau_.mean(), tau_.max(), tau_.rejected(), wait_ms,
+      eta == absl::ZeroDuration() ? "0s" : absl::FormatDuration(eta));
+}
+
+void TrainingProgress::LogWindow(std::string_view metric_name, double metric,
+                                 absl::Time now) {
+  spdlog::info("{}", WindowLine(metric_name, metric, now));
   window_wait_ = absl::ZeroDuration();
   window_pulls_ = 0;
   last_window_loss_ = recent_loss();

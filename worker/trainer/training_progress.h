@@ -1,5 +1,6 @@
 // Bookkeeping of a training loop: staleness seen in push results, loss and
-// throughput per logging window, and the periodic progress line.
+// throughput per logging window, and the periodic progress line (step N of
+// total, ETA, rejected pushes so far).
 //
 // Time is passed in by the caller (absl::Time arguments), so tests control it.
 // Thread-compatible: owned and called by the one training thread.
@@ -33,9 +34,10 @@ class TauStats {
 
 class TrainingProgress {
  public:
+  // `total_steps`: the steps the run will take (for N/total and the ETA).
   // `log_every` 0 disables the progress line.
-  TrainingProgress(std::string model, uint32_t worker_id, int64_t log_every,
-                   absl::Time start);
+  TrainingProgress(std::string model, uint32_t worker_id, int64_t total_steps,
+                   int64_t log_every, absl::Time start);
 
   // Accounts one finished step over `examples` examples with mean `loss`.
   void RecordStep(int examples, double loss);
@@ -54,9 +56,19 @@ class TrainingProgress {
 
   // True when the step just recorded closes a logging window.
   bool ShouldLog() const;
-  // Logs step, window loss, `metric_name`=`metric`, samples/s of the window
-  // and tau mean/max so far; then opens a new window.
+  // The progress line of the current window:
+  //   mlp worker 0 step 500/1000 loss 0.4050 train_acc 0.8530 samples/s 3267
+  //   tau mean 2.31 max 8 rejected 0 pull_wait 1.2 ms eta 12s
+  // (one line): step N/total, window loss, `metric_name` `metric`, samples/s
+  // of the window, tau mean/max and rejected shard answers so far, mean pull
+  // time of the window and the ETA.
+  std::string WindowLine(std::string_view metric_name, double metric,
+                         absl::Time now) const;
+  // Logs WindowLine(), then opens a new window.
   void LogWindow(std::string_view metric_name, double metric, absl::Time now);
+  // Time the remaining steps take at the mean pace since start; zero when
+  // done or before the first step.
+  absl::Duration Eta(absl::Time now) const;
 
   int64_t steps() const { return steps_; }
   const TauStats& tau() const { return tau_; }
@@ -69,6 +81,7 @@ class TrainingProgress {
  private:
   std::string model_;
   uint32_t worker_id_;
+  int64_t total_steps_;
   int64_t log_every_;
   absl::Time start_;
   int64_t steps_ = 0;

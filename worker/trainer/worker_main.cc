@@ -7,23 +7,22 @@
 // JSON summary. Exit status 0 on success, 1 with an error message otherwise.
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "common/usage.h"
-#include "common/malloc_tuning.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/command_line.h"
+#include "common/flag_checks.h"
+#include "common/grpc_logging.h"
+#include "common/logging.h"
+#include "common/malloc_tuning.h"
 #include "common/status_macros.h"
-#include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "taups/client.h"
 #include "worker/trainer/ctr_trainer.h"
@@ -122,9 +121,46 @@ ABSL_FLAG(uint32_t, sparse_admit_after, 0,
 ABSL_FLAG(double, sparse_admit_probability, 1.0,
           "ctr: admit a key's row with this probability per sighting, the "
           "same keys on every run and shard layout (1 = always)");
+ABSL_FLAG(std::string, log_level, "info",
+          "Least severe level logged: trace, debug, info, warn, error, "
+          "critical or off (case-insensitive)");
 
 namespace taups::trainer {
 namespace {
+
+constexpr long double kMaxWorkers = 65536;
+constexpr long double kOneYearS = 365.0L * 86400;
+
+// Every numeric flag defined above; the shared policy and compression flags
+// bring their own lists. Cross-flag rules (worker_id < num_workers, ...)
+// are TrainerOptions::Validate's.
+constexpr FlagRange kFlagRanges[] = {
+    {"worker_id", 0, kMaxWorkers - 1},
+    {"num_workers", 1, kMaxWorkers},
+    {"steps", 0, MaxOf<int64_t>()},
+    {"batch_size", 0, 65536},
+    {"lr", 0, 1e6},
+    {"seed", 0, MaxOf<uint64_t>()},
+    {"log_every", 0, MaxOf<int64_t>()},
+    {"slowdown", 1, 1000},
+    {"eval_examples", 0, MaxOf<int64_t>()},
+    {"embedding_dim", 1, 1024},
+    {"ctr_examples", 1, 2147483647},
+    {"eval_every", 0, MaxOf<int64_t>()},
+    {"row_tau_head_min_prob", 0, 1, /*min_open=*/true},
+    {"sparse_max_rows", 0, MaxOf<uint64_t>()},
+    {"sparse_max_bytes", 0, MaxOf<uint64_t>()},
+    {"sparse_ttl_s", 0, 10 * kOneYearS},
+    {"sparse_admit_after", 0, MaxOf<uint32_t>()},
+    {"sparse_admit_probability", 0, 1, /*min_open=*/true},
+};
+
+std::vector<FlagRange> AllFlagRanges() {
+  std::vector<FlagRange> ranges(std::begin(kFlagRanges), std::end(kFlagRanges));
+  AppendFlagRanges(ranges, PolicyFlagRanges());
+  AppendFlagRanges(ranges, CompressionFlagRanges());
+  return ranges;
+}
 
 // "64,32" -> {64, 32}; "" -> {}. INVALID_ARGUMENT naming `flag` otherwise.
 absl::StatusOr<std::vector<int>> ParseWidths(const char* flag,
@@ -224,27 +260,30 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   taups::KeepLargeBuffersMapped();
-  // --help lists this file's flags (absl would otherwise look for a file
-  // named after the binary).
-  absl::FlagsUsageConfig usage;
-  usage.contains_help_flags = [](absl::string_view path) {
-    return absl::EndsWith(path, "worker_main.cc");
-  };
-  usage.contains_helpshort_flags = usage.contains_help_flags;
-  absl::SetFlagsUsageConfig(usage);
-  taups::SetUsage(
-      "Trains a model against tauPS parameter servers.\n"
+  taups::ParseCommandLineOrExit(
+      argc, argv, "ps_worker",
+      "ps_worker: trains a model against tauPS parameter servers.\n"
       "  ps_worker --servers=127.0.0.1:7000,127.0.0.1:7001 --worker_id=0 "
       "--num_workers=2 --model=mlp --steps=400\n"
-      "Progress is logged to stderr; the final stdout line is a JSON "
-      "summary.");
-  absl::ParseCommandLine(argc, argv);
+      "Progress is logged to stderr; the final stdout line is a JSON summary.\n"
+      "Exit status 2 for a flag out of range, 1 for other failures.");
   // Logs on stderr so stdout carries only the JSON summary.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("ps_worker"));
+  taups::LogOptions log;
+  log.tag = absl::StrCat("ps_worker[", absl::GetFlag(FLAGS_worker_id), "]");
+  log.level = absl::GetFlag(FLAGS_log_level);
+  absl::Status flags = taups::SetUpLogging(log);
+  taups::RouteGrpcLogsToSpdlog();
+  if (flags.ok()) {
+    flags = taups::CheckNumericFlags(taups::trainer::AllFlagRanges());
+  }
+  if (!flags.ok()) {
+    spdlog::error("{}", std::string(flags.message()));
+    return taups::kExitBadFlags;
+  }
 
   const absl::Status status = taups::trainer::Run();
   if (!status.ok()) {
-    std::fprintf(stderr, "ps_worker: error: %s\n", status.ToString().c_str());
+    spdlog::error("{}", status.ToString());
     return 1;
   }
   return 0;
