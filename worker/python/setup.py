@@ -78,8 +78,10 @@ class CMakeBuild(build_ext):
                          or Path(self.build_temp) / "cmake").resolve()
         if not (build_dir / "CMakeCache.txt").is_file():
             self.configure(root, build_dir)
+        # build_ext --parallel gives a count, or True for "all CPUs".
+        parallel = self.parallel if type(self.parallel) is int else 0
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(
-            self.parallel or len(os.sched_getaffinity(0)))
+            parallel if parallel > 0 else len(os.sched_getaffinity(0)))
         self.run_cmake(["--build", str(build_dir), "--target", ext.target,
                         "-j", jobs])
         built = build_dir / "python" / "taups" / (
