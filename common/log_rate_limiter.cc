@@ -58,6 +58,11 @@ void LogRateLimiter::ForgetOldestLocked() {
   if (oldest != keys_.end()) keys_.erase(oldest);
 }
 
+LogRateLimiter& DefaultLogRateLimiter() {
+  static LogRateLimiter* const limiter = new LogRateLimiter(RealClock::Get());
+  return *limiter;
+}
+
 std::string RepeatSuffix(uint64_t repeated, absl::Duration over) {
   if (repeated == 0) return "";
   return absl::StrCat(" (repeated ", repeated,

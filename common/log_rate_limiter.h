@@ -73,6 +73,11 @@ class LogRateLimiter {
   absl::flat_hash_map<std::string, KeyState> keys_ ABSL_GUARDED_BY(mu_);
 };
 
+// The process-wide limiter (wall clock, 10 s) that warnings of the shard and
+// worker go through unless a component keeps its own; ShardServer's ticker
+// and the worker's progress lines report its overdue repeats.
+LogRateLimiter& DefaultLogRateLimiter();
+
 // " (repeated 57 times in the last 10 s)", or "" when nothing was held back.
 std::string RepeatSuffix(uint64_t repeated, absl::Duration over);
 

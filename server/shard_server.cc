@@ -13,6 +13,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/clock.h"
 #include "common/grpc_lifetime.h"
+#include "common/log_rate_limiter.h"
 #include "common/shard_map.h"
 #include "server/cluster_file.h"
 #include "server/grpc_service.h"
@@ -154,14 +155,20 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
                  absl::FormatDuration(options.stats_interval));
   }
   {
-    // One background thread: leases and step timeouts every tick, a stats
-    // line every stats_interval.
+    // One background thread: leases and step timeouts every tick, held-back
+    // repeats of rate-limited warnings once a second, a stats line every
+    // stats_interval.
     State* s = state.get();
     state->stats_thread = std::thread([s] {
       absl::Time next_stats = absl::Now() + s->options.stats_interval;
+      absl::Time next_repeats = absl::Now() + absl::Seconds(1);
       while (!s->stop_stats.WaitForNotificationWithTimeout(
           s->options.tick_interval)) {
         s->store->Tick();
+        if (absl::Now() >= next_repeats) {
+          LogOverdueRepeats(DefaultLogRateLimiter(), spdlog::level::warn);
+          next_repeats = absl::Now() + absl::Seconds(1);
+        }
         if (s->options.stats_interval > absl::ZeroDuration() &&
             absl::Now() >= next_stats) {
           LogStats(*s->store, s->last_stats, /*all=*/false);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/log_rate_limiter.h"
 #include "spdlog/spdlog.h"
 
 namespace taups::trainer {
@@ -79,6 +80,7 @@ std::string TrainingProgress::WindowLine(std::string_view metric_name,
 void TrainingProgress::LogWindow(std::string_view metric_name, double metric,
                                  absl::Time now) {
   spdlog::info("{}", WindowLine(metric_name, metric, now));
+  LogOverdueRepeats(DefaultLogRateLimiter(), spdlog::level::warn);
   window_wait_ = absl::ZeroDuration();
   window_pulls_ = 0;
   last_window_loss_ = recent_loss();

@@ -64,7 +64,8 @@ class TrainingProgress {
   // time of the window and the ETA.
   std::string WindowLine(std::string_view metric_name, double metric,
                          absl::Time now) const;
-  // Logs WindowLine(), then opens a new window.
+  // Logs WindowLine() and the overdue repeats of DefaultLogRateLimiter(),
+  // then opens a new window.
   void LogWindow(std::string_view metric_name, double metric, absl::Time now);
   // Time the remaining steps take at the mean pace since start; zero when
   // done or before the first step.
