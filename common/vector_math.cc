@@ -44,4 +44,21 @@ bool AllSumsFinite(absl::Span<const float> a, absl::Span<const float> b) {
   return non_finite == 0;
 }
 
+float MaxAbs(absl::Span<const float> values) {
+  // On the bit patterns with the sign cleared, unsigned order is the order of
+  // magnitudes, and NaN and infinity are above every finite value.
+  uint32_t max_bits = 0;
+  const float* data = values.data();
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, data + i, sizeof(bits));
+    bits &= 0x7fffffffu;
+    max_bits = bits > max_bits ? bits : max_bits;
+  }
+  if (max_bits >= 0x7f800000u) return __builtin_huge_valf();
+  float max;
+  std::memcpy(&max, &max_bits, sizeof(max));
+  return max;
+}
+
 }  // namespace taups

@@ -15,6 +15,10 @@ double SquaredNorm(absl::Span<const float> values);
 bool AllFinite(absl::Span<const float> values);
 bool AllSumsFinite(absl::Span<const float> a, absl::Span<const float> b);
 
+// The largest |value|, or +infinity when any value is NaN or infinite (so one
+// branch-free scan answers both "finite?" and "how large?"); 0 when empty.
+float MaxAbs(absl::Span<const float> values);
+
 }  // namespace taups
 
 #endif  // TAUPS_COMMON_VECTOR_MATH_H_

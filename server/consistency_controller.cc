@@ -7,15 +7,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/staleness.h"
+#include "common/status_macros.h"
 #include "common/vector_math.h"
 #include "spdlog/spdlog.h"
 
 namespace taups {
 namespace {
-
-// A multi-slice push whose remaining slices have not come within this time is
-// forgotten (its sender died or gave up); its applied slices stay applied.
-constexpr absl::Duration kAbandonedPushAge = absl::Minutes(2);
 
 const char* CloseReasonName(int reason) {
   static const char* kNames[] = {"all arrived", "timeout", "membership change",
@@ -54,13 +51,7 @@ StalenessConfig ConsistencyController::staleness() const {
 }
 
 absl::StatusOr<PushOutcome> ConsistencyController::StampLocked(
-    const PushArgs& args) {
-  if (args.slices > 1) {
-    auto it = pending_.find(PushKey{args.origin.worker_id,
-                                    args.origin.worker_incarnation,
-                                    args.origin.seq});
-    if (it != pending_.end()) return it->second.stamp;
-  }
+    const PushArgs& args) const {
   if (args.base_version > version_) {
     return absl::FailedPreconditionError(absl::StrCat(
         "base_version ", args.base_version, " is ahead of this shard's version ",
@@ -75,98 +66,100 @@ absl::StatusOr<PushOutcome> ConsistencyController::StampLocked(
   stamp.lr_factor = decision.lr_factor;
   stamp.reject_reason = decision.reject_reason;
   stamp.new_version = version_;
+  stamp.downweighted = decision.downweighted;
+  return stamp;
+}
 
+void ConsistencyController::RecordLocked(const PushArgs& args,
+                                         const PushOutcome& stamp) {
   WorkerTableStats& w = stats_.workers[args.origin.worker_id];
   ++stats_.pushes;
-  stats_.tau.Add(static_cast<double>(tau));
-  w.tau.Add(static_cast<double>(tau));
-  if (!decision.accepted) {
+  stats_.tau.Add(static_cast<double>(stamp.tau));
+  w.tau.Add(static_cast<double>(stamp.tau));
+  if (!stamp.accepted) {
     ++stats_.rejected;
     ++w.rejected;
     spdlog::warn("table '{}': push from worker {} rejected: {}",
                  table_->config().name, args.origin.worker_id,
-                 decision.reject_reason);
-  } else if (decision.downweighted) {
+                 stamp.reject_reason);
+  } else if (stamp.downweighted) {
     ++stats_.downweighted;
     ++w.downweighted;
   }
-  if (args.slices > 1) {
-    const absl::Time now = clock_->Now();
-    if (pending_.size() >= 64) {
-      absl::erase_if(pending_, [now](const auto& entry) {
-        return now - entry.second.first_seen > kAbandonedPushAge;
-      });
-    }
-    pending_[PushKey{args.origin.worker_id, args.origin.worker_incarnation,
-                     args.origin.seq}] = PendingPush{stamp, args.slices, now};
-  }
-  return stamp;
 }
 
-bool ConsistencyController::FinishSliceLocked(const PushArgs& args) {
-  if (args.slices <= 1) return true;
-  auto it = pending_.find(PushKey{args.origin.worker_id,
-                                  args.origin.worker_incarnation,
-                                  args.origin.seq});
-  if (it == pending_.end()) return true;
-  if (--it->second.slices_left > 0) return false;
-  pending_.erase(it);
+bool ConsistencyController::StaysFiniteLocked(
+    absl::Span<const GradientPart> parts, float lr_factor,
+    uint32_t worker) const {
+  for (const GradientPart& part : parts) {
+    if (!table_->UpdateStaysFinite(part, lr_factor, worker)) return false;
+  }
   return true;
 }
 
-absl::StatusOr<PushOutcome> ConsistencyController::Push(const PushArgs& args) {
-  float clip_norm = 0.0f;
-  bool is_barrier = false;
-  {
-    absl::ReaderMutexLock lock(&mu_);
-    clip_norm = staleness_.clip_norm;
-    is_barrier = barrier();
-  }
-  // Norm clipping scales the gradient itself (not the learning rate), so it
-  // means the same under every optimizer.
-  GradientPart part = args.part;
-  std::vector<float> clipped;
-  if (clip_norm > 0.0f) {
-    const double norm_sq =
-        args.push_norm_sq > 0.0 ? args.push_norm_sq : SquaredNorm(part.values);
-    const float scale = ClipScale(clip_norm, norm_sq);
-    if (scale < 1.0f) {
-      clipped.assign(part.values.begin(), part.values.end());
-      for (float& v : clipped) v *= scale;
-      part.values = clipped;
-    }
-  }
-  if (!is_barrier) return PushAsync(args, part);
-  absl::MutexLock lock(&mu_);
-  return PushBarrierLocked(args, part);
+absl::Status ConsistencyController::NonFiniteError(const PushArgs& args) const {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "table '", table_->config().name, "': the update of push ",
+      args.origin.seq, " from worker ", args.origin.worker_id,
+      " would make parameters or optimizer state non-finite (gradient too "
+      "large for the values it meets); nothing was applied"));
 }
 
-absl::StatusOr<PushOutcome> ConsistencyController::PushAsync(
-    const PushArgs& args, const GradientPart& part) {
-  PushOutcome outcome;
-  {
-    absl::MutexLock lock(&mu_);
-    absl::StatusOr<PushOutcome> stamp = StampLocked(args);
-    if (!stamp.ok()) return stamp.status();
-    outcome = *stamp;
-    if (!outcome.accepted) {
-      FinishSliceLocked(args);
-      return outcome;
+void ConsistencyController::ApplyLocked(absl::Span<const GradientPart> parts,
+                                        float lr_factor, uint32_t worker) {
+  for (const GradientPart& part : parts) table_->Apply(part, lr_factor, worker);
+}
+
+absl::StatusOr<PushOutcome> ConsistencyController::Push(const PushArgs& args) {
+  absl::MutexLock lock(&mu_);
+  // Norm clipping scales the gradient itself (not the learning rate), so it
+  // means the same under every optimizer.
+  const float clip_norm = staleness_.clip_norm;
+  std::vector<std::vector<float>> clipped;
+  std::vector<GradientPart> scaled;
+  PushArgs treated = args;
+  if (clip_norm > 0.0f) {
+    double norm_sq = args.push_norm_sq;
+    if (norm_sq <= 0.0) {
+      for (const GradientPart& part : args.parts) norm_sq += SquaredNorm(part.values);
+    }
+    const float scale = ClipScale(clip_norm, norm_sq);
+    if (scale < 1.0f) {
+      for (const GradientPart& part : args.parts) {
+        std::vector<float>& copy = clipped.emplace_back(part.values.begin(),
+                                                        part.values.end());
+        for (float& v : copy) v *= scale;
+        GradientPart& p = scaled.emplace_back(part);
+        p.values = copy;
+        if (p.max_abs >= 0.0f) p.max_abs *= scale;
+      }
+      treated.parts = scaled;
     }
   }
-  table_->Apply(part, outcome.lr_factor, args.origin.worker_id);
-  absl::MutexLock lock(&mu_);
-  if (FinishSliceLocked(args)) {
-    ++version_;
-    uint64_t& c = clocks_[args.origin.worker_id];
-    c = std::max(c, args.clock + 1);
+  if (!barrier()) return PushAsyncLocked(treated);
+  return PushBarrierLocked(treated);
+}
+
+absl::StatusOr<PushOutcome> ConsistencyController::PushAsyncLocked(
+    const PushArgs& args) {
+  ASSIGN_OR_RETURN(PushOutcome outcome, StampLocked(args));
+  if (outcome.accepted &&
+      !StaysFiniteLocked(args.parts, outcome.lr_factor, args.origin.worker_id)) {
+    ++stats_.nonfinite_refused;
+    return NonFiniteError(args);
   }
+  RecordLocked(args, outcome);
+  if (!outcome.accepted) return outcome;
+  ApplyLocked(args.parts, outcome.lr_factor, args.origin.worker_id);
+  ++version_;
+  uint64_t& c = clocks_[args.origin.worker_id];
+  c = std::max(c, args.clock + 1);
   outcome.new_version = version_;
   return outcome;
 }
 
 absl::StatusOr<PushOutcome> ConsistencyController::PushBarrierLocked(
-    const PushArgs& args, const GradientPart& part) {
+    const PushArgs& args) {
   const uint32_t worker = args.origin.worker_id;
   if (!live_.contains(worker)) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -180,59 +173,65 @@ absl::StatusOr<PushOutcome> ConsistencyController::PushBarrierLocked(
         " pushed for step ", args.clock, " but step ", open_step_,
         " is still open; pull (which waits for the step to close) first"));
   }
-  auto arrival = arrivals_.find(worker);
-  if (args.clock == open_step_ && arrival != arrivals_.end() &&
-      arrival->second == 0) {
+  if (args.clock == open_step_ && arrivals_.contains(worker)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "table '", table_->config().name, "': worker ", worker,
         " already pushed for step ", open_step_));
   }
-  absl::StatusOr<PushOutcome> stamped = StampLocked(args);
-  if (!stamped.ok()) return stamped.status();
-  PushOutcome outcome = *stamped;
-  if (args.clock < open_step_) return PushLateLocked(args, part, outcome);
+  ASSIGN_OR_RETURN(PushOutcome outcome, StampLocked(args));
+  if (args.clock < open_step_) return PushLateLocked(args, outcome);
+  RecordLocked(args, outcome);
   if (outcome.accepted) {
     // A stale on-time push counts with weight f(tau).
     const float weight =
         DownweightFactor(staleness_.downweight, staleness_.downweight_lambda,
                          outcome.tau);
-    step_sum_->Add(part, weight);
+    for (const GradientPart& part : args.parts) step_sum_->Add(part, weight);
     if (consistency_.late == LatePolicy::kReuseLast &&
         consistency_.kind == ConsistencyKind::kSemiSync) {
-      BufferOf(current_, worker).Add(part, weight);
+      StepBuffer& current = BufferOf(current_, worker);
+      for (const GradientPart& part : args.parts) current.Add(part, weight);
     }
     outcome.lr_factor = weight;
   }
   // A rejected push still counts as the worker's arrival (with nothing to
   // add), so the step does not wait for a push that will never come.
-  if (arrival == arrivals_.end()) {
-    arrival = arrivals_.emplace(worker, args.slices).first;
-  }
-  FinishSliceLocked(args);
-  if (--arrival->second == 0) {
-    ++arrived_;
-    if (outcome.accepted) ++contributed_;
-    uint64_t& c = clocks_[worker];
-    c = std::max(c, args.clock + 1);
-    MaybeCloseLocked(CloseReason::kArrivals, worker);
-  }
+  arrivals_.insert(worker);
+  if (outcome.accepted) ++contributed_;
+  uint64_t& c = clocks_[worker];
+  c = std::max(c, args.clock + 1);
+  MaybeCloseLocked(CloseReason::kArrivals, worker);
   outcome.new_version = version_;
   return outcome;
 }
 
 absl::StatusOr<PushOutcome> ConsistencyController::PushLateLocked(
-    const PushArgs& args, const GradientPart& part, PushOutcome outcome) {
+    const PushArgs& args, PushOutcome outcome) {
   const uint32_t worker = args.origin.worker_id;
-  WorkerTableStats& w = stats_.workers[worker];
-  const bool first_slice = IsFirstSliceLocked(args);
-  const bool last_slice = FinishSliceLocked(args);
-  if (last_slice) {
-    ++stats_.late;
-    ++w.late;
-  }
   const std::string step_closed = absl::StrCat(
       "late: step ", args.clock, " of table '", table_->config().name,
       "' closed before this push arrived (open step is ", open_step_, ")");
+  float late_factor = 0.0f;
+  if (consistency_.kind == ConsistencyKind::kSemiSync &&
+      consistency_.late == LatePolicy::kApplyLate && outcome.accepted) {
+    // One worker's share of a step, weighted by its staleness.
+    const DownweightKind kind = staleness_.downweight == DownweightKind::kNone
+                                    ? DownweightKind::kInverse
+                                    : staleness_.downweight;
+    const float share =
+        1.0f / static_cast<float>(std::max<size_t>(1, live_.size()));
+    late_factor = share *
+                  DownweightFactor(kind, staleness_.downweight_lambda, outcome.tau) *
+                  WarmupFactor(version_, staleness_.warmup_versions);
+    if (!StaysFiniteLocked(args.parts, late_factor, worker)) {
+      ++stats_.nonfinite_refused;
+      return NonFiniteError(args);
+    }
+  }
+  RecordLocked(args, outcome);
+  WorkerTableStats& w = stats_.workers[worker];
+  ++stats_.late;
+  ++w.late;
   if (consistency_.kind == ConsistencyKind::kSync) {
     outcome.accepted = false;
     outcome.reject_reason = step_closed;
@@ -247,8 +246,8 @@ absl::StatusOr<PushOutcome> ConsistencyController::PushLateLocked(
       // Not applied now: it becomes the stand-in for the next step this
       // worker misses.
       StepBuffer& last = BufferOf(last_, worker);
-      if (first_slice) last.Clear();
-      last.Add(part, 1.0f);
+      last.Clear();
+      for (const GradientPart& part : args.parts) last.Add(part, 1.0f);
       outcome.accepted = false;
       outcome.reject_reason = absl::StrCat(
           step_closed, "; kept to stand in for this worker (late=reuse_last)");
@@ -256,16 +255,9 @@ absl::StatusOr<PushOutcome> ConsistencyController::PushLateLocked(
     }
     case LatePolicy::kApplyLate: {
       if (!outcome.accepted) return outcome;
-      // One worker's share of a step, weighted by its staleness.
-      const DownweightKind kind = staleness_.downweight == DownweightKind::kNone
-                                      ? DownweightKind::kInverse
-                                      : staleness_.downweight;
-      const float share = 1.0f / static_cast<float>(std::max<size_t>(1, live_.size()));
-      outcome.lr_factor =
-          share * DownweightFactor(kind, staleness_.downweight_lambda, outcome.tau) *
-          WarmupFactor(version_, staleness_.warmup_versions);
-      table_->Apply(part, outcome.lr_factor, worker);
-      if (last_slice) ++version_;
+      outcome.lr_factor = late_factor;
+      ApplyLocked(args.parts, outcome.lr_factor, worker);
+      ++version_;
       outcome.new_version = version_;
       return outcome;
     }
@@ -281,23 +273,12 @@ StepBuffer& ConsistencyController::BufferOf(
   return *slot;
 }
 
-bool ConsistencyController::IsFirstSliceLocked(const PushArgs& args) const {
-  if (args.slices <= 1) return true;
-  auto it = pending_.find(PushKey{args.origin.worker_id,
-                                  args.origin.worker_incarnation,
-                                  args.origin.seq});
-  return it == pending_.end() || it->second.slices_left == args.slices;
-}
-
 void ConsistencyController::MaybeCloseLocked(CloseReason reason,
                                              int64_t last_arrival) {
-  if (!barrier() || arrived_ == 0) return;
+  if (!barrier() || arrivals_.empty()) return;
   if (ever_registered_ < consistency_.num_workers) return;  // start-up gate
   size_t live_arrived = 0;
-  for (uint32_t w : live_) {
-    auto it = arrivals_.find(w);
-    if (it != arrivals_.end() && it->second == 0) ++live_arrived;
-  }
+  for (uint32_t w : live_) live_arrived += arrivals_.contains(w) ? 1 : 0;
   size_t needed = live_.size();
   if (consistency_.kind == ConsistencyKind::kSemiSync) {
     needed = static_cast<size_t>(
@@ -317,8 +298,7 @@ void ConsistencyController::CloseStepLocked(CloseReason reason,
   // on every run (the live set's iteration order is not deterministic).
   std::vector<uint32_t> missing;
   for (uint32_t w : live_) {
-    auto it = arrivals_.find(w);
-    if (it == arrivals_.end() || it->second != 0) missing.push_back(w);
+    if (!arrivals_.contains(w)) missing.push_back(w);
   }
   std::sort(missing.begin(), missing.end());
   for (uint32_t w : missing) {
@@ -333,9 +313,17 @@ void ConsistencyController::CloseStepLocked(CloseReason reason,
     }
   }
   if (contributors > 0) {
-    table_->ApplyBuffer(*step_sum_, 1.0f / static_cast<float>(contributors),
-                        WarmupFactor(version_, staleness_.warmup_versions));
-    ++version_;
+    const float scale = 1.0f / static_cast<float>(contributors);
+    const float warmup = WarmupFactor(version_, staleness_.warmup_versions);
+    if (table_->BufferStaysFinite(*step_sum_, scale, warmup)) {
+      table_->ApplyBuffer(*step_sum_, scale, warmup);
+      ++version_;
+    } else {
+      ++stats_.nonfinite_refused;
+      spdlog::error("table '{}': step {}'s mean update would make parameters "
+                    "non-finite; the step closes without an update",
+                    table_->config().name, open_step_);
+    }
   }
   for (auto& [w, buffer] : current_) {
     if (buffer->empty()) continue;
@@ -364,7 +352,6 @@ void ConsistencyController::CloseStepLocked(CloseReason reason,
   ++open_step_;
   step_opened_ = now;
   arrivals_.clear();
-  arrived_ = 0;
   contributed_ = 0;
   step_sum_->Clear();
 }
@@ -405,8 +392,7 @@ std::string ConsistencyController::WaitingForLocked(uint64_t clock) const {
   std::vector<uint32_t> waiting;
   if (barrier()) {
     for (uint32_t w : live_) {
-      auto it = arrivals_.find(w);
-      if (it == arrivals_.end() || it->second != 0) waiting.push_back(w);
+      if (!arrivals_.contains(w)) waiting.push_back(w);
     }
     std::sort(waiting.begin(), waiting.end());
     return absl::StrCat("step ", open_step_, " of table '",
@@ -463,7 +449,7 @@ uint64_t ConsistencyController::JoinClock(uint32_t worker) {
 void ConsistencyController::Tick() {
   absl::MutexLock lock(&mu_);
   if (consistency_.kind != ConsistencyKind::kSemiSync ||
-      consistency_.step_timeout_s <= 0.0 || arrived_ == 0 ||
+      consistency_.step_timeout_s <= 0.0 || arrivals_.empty() ||
       ever_registered_ < consistency_.num_workers) {
     return;
   }
@@ -476,7 +462,7 @@ void ConsistencyController::Tick() {
 absl::Status ConsistencyController::SetConfig(
     const ConsistencyConfig& consistency, const StalenessConfig& staleness) {
   absl::MutexLock lock(&mu_);
-  if (barrier() && arrived_ > 0) CloseStepLocked(CloseReason::kPolicyChange, -1);
+  if (barrier() && !arrivals_.empty()) CloseStepLocked(CloseReason::kPolicyChange, -1);
   const bool was_barrier = barrier();
   consistency_ = consistency;
   staleness_ = staleness;
@@ -509,6 +495,62 @@ TableStats ConsistencyController::Stats() const {
   TableStats stats = stats_;
   for (const auto& [w, c] : clocks_) stats.workers[w].clock = c;
   return stats;
+}
+
+PolicySnapshot ConsistencyController::Export() const {
+  absl::ReaderMutexLock lock(&mu_);
+  PolicySnapshot snapshot;
+  snapshot.consistency = consistency_;
+  snapshot.staleness = staleness_;
+  snapshot.version = version_;
+  snapshot.open_step = open_step_;
+  snapshot.clocks.insert(clocks_.begin(), clocks_.end());
+  snapshot.arrivals.assign(arrivals_.begin(), arrivals_.end());
+  std::sort(snapshot.arrivals.begin(), snapshot.arrivals.end());
+  snapshot.contributed = contributed_;
+  snapshot.step_sum = step_sum_->Export();
+  for (const auto& [w, buffer] : current_) {
+    if (!buffer->empty()) snapshot.current[w] = buffer->Export();
+  }
+  for (const auto& [w, buffer] : last_) {
+    if (!buffer->empty()) snapshot.last[w] = buffer->Export();
+  }
+  return snapshot;
+}
+
+absl::Status ConsistencyController::Import(const PolicySnapshot& snapshot) {
+  // Load the buffers first, so a misfit changes nothing.
+  std::unique_ptr<StepBuffer> step_sum = table_->NewBuffer();
+  RETURN_IF_ERROR(step_sum->Import(snapshot.step_sum));
+  auto load = [this](const std::map<uint32_t, BufferSnapshot>& from,
+                     absl::flat_hash_map<uint32_t, std::unique_ptr<StepBuffer>>* to)
+      -> absl::Status {
+    for (const auto& [w, contents] : from) {
+      std::unique_ptr<StepBuffer> buffer = table_->NewBuffer();
+      RETURN_IF_ERROR(buffer->Import(contents));
+      (*to)[w] = std::move(buffer);
+    }
+    return absl::OkStatus();
+  };
+  absl::flat_hash_map<uint32_t, std::unique_ptr<StepBuffer>> current, last;
+  RETURN_IF_ERROR(load(snapshot.current, &current));
+  RETURN_IF_ERROR(load(snapshot.last, &last));
+  absl::MutexLock lock(&mu_);
+  consistency_ = snapshot.consistency;
+  staleness_ = snapshot.staleness;
+  version_ = snapshot.version;
+  open_step_ = snapshot.open_step;
+  clocks_.clear();
+  clocks_.insert(snapshot.clocks.begin(), snapshot.clocks.end());
+  arrivals_ = absl::flat_hash_set<uint32_t>(snapshot.arrivals.begin(),
+                                            snapshot.arrivals.end());
+  contributed_ = snapshot.contributed;
+  step_sum_ = std::move(step_sum);
+  current_ = std::move(current);
+  last_ = std::move(last);
+  step_opened_ = clock_->Now();
+  table_->SetStaleness(staleness_);
+  return absl::OkStatus();
 }
 
 }  // namespace taups

@@ -15,17 +15,22 @@
 // tau_max, down-weight f(tau), warm-up, clipping; delay compensation lives in
 // DenseTable).
 //
-// Thread-safe. mu_ guards the clock, the step being gathered and the stats;
-// an async push holds it only to stamp and to finish, never while applying.
-// Sync/semi-sync gathering and step application happen under mu_ (those
-// policies are barrier-bound anyway). Lock order: mu_ before table locks.
+// Updates whose result would not be finite are refused (a push:
+// INVALID_ARGUMENT; a step's mean: not applied, logged and counted).
+//
+// Thread-safe, but mutations are meant to come from one thread at a time:
+// the owning Partition calls every mutating method from its ordered apply
+// path, so pushes, step closes and policy changes happen in one sequence.
+// mu_ guards the clock, the step being gathered and the stats (pull waiters
+// read them); table applies happen under it. Lock order: the partition's
+// locks, then mu_, then table locks.
 #ifndef TAUPS_SERVER_CONSISTENCY_CONTROLLER_H_
 #define TAUPS_SERVER_CONSISTENCY_CONTROLLER_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -41,14 +46,29 @@
 
 namespace taups {
 
-// One push (or one slice of it) as it reaches the controller, validated.
+// One whole push to this table part (all its slices), validated.
 struct PushArgs {
   PushOrigin origin;
   uint64_t base_version = 0;
   uint64_t clock = 0;        // the step this gradient belongs to
-  uint32_t slices = 1;       // slices of this push to this shard (>= 1)
   double push_norm_sq = 0;   // of the whole push; 0 = unknown
-  GradientPart part;
+  absl::Span<const GradientPart> parts;
+};
+
+// The policy state of a controller, for a partition snapshot: the clock,
+// the settings in force, worker clocks and the step being gathered.
+struct PolicySnapshot {
+  ConsistencyConfig consistency;
+  StalenessConfig staleness;
+  uint64_t version = 0;
+  uint64_t open_step = 0;
+  std::map<uint32_t, uint64_t> clocks;
+  std::vector<uint32_t> arrivals;  // sorted
+  uint64_t contributed = 0;
+  BufferSnapshot step_sum;
+  std::map<uint32_t, BufferSnapshot> current;  // reuse_last
+  std::map<uint32_t, BufferSnapshot> last;
+  bool operator==(const PolicySnapshot&) const = default;
 };
 
 class ConsistencyController {
@@ -64,10 +84,12 @@ class ConsistencyController {
   ConsistencyConfig consistency() const ABSL_LOCKS_EXCLUDED(mu_);
   StalenessConfig staleness() const ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Stamps, treats and applies (or gathers) one push slice. Errors:
+  // Stamps, treats and applies (or gathers) one whole push. Errors:
   // FAILED_PRECONDITION for a base version ahead of the clock, a push for a
   // step not open yet or already pushed, or an unregistered worker on a
-  // barrier table. A refused stale or late push is OK with accepted=false.
+  // barrier table; INVALID_ARGUMENT for an update whose result would not be
+  // finite. Errors change nothing. A refused stale or late push is OK with
+  // accepted=false.
   absl::StatusOr<PushOutcome> Push(const PushArgs& args)
       ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -95,13 +117,12 @@ class ConsistencyController {
 
   TableStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  PolicySnapshot Export() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Replaces the policy state (not membership, not stats); INVALID_ARGUMENT
+  // and nothing changed if a buffer does not fit the table.
+  absl::Status Import(const PolicySnapshot& snapshot) ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
-  using PushKey = std::tuple<uint32_t, uint64_t, uint64_t>;
-  struct PendingPush {  // a multi-slice push in progress
-    PushOutcome stamp;
-    uint32_t slices_left = 0;
-    absl::Time first_seen;
-  };
   enum class CloseReason { kArrivals, kTimeout, kMembership, kPolicyChange };
 
   bool barrier() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
@@ -110,27 +131,29 @@ class ConsistencyController {
   }
   bool PullReadyLocked(uint32_t worker, uint64_t clock) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Stamps the first slice of a push and records its stats, or returns the
-  // stamp its first slice got.
-  absl::StatusOr<PushOutcome> StampLocked(const PushArgs& args)
+  // tau and the staleness decision for a push (changes nothing).
+  absl::StatusOr<PushOutcome> StampLocked(const PushArgs& args) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Counts a stamped push in the stats (and logs a rejection).
+  void RecordLocked(const PushArgs& args, const PushOutcome& stamp)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Marks a slice done; true when it was the push's last.
-  bool FinishSliceLocked(const PushArgs& args) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<PushOutcome> PushAsync(const PushArgs& args,
-                                        const GradientPart& part)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<PushOutcome> PushBarrierLocked(const PushArgs& args,
-                                                const GradientPart& part)
+  // Whether applying `parts` with lr_factor keeps the table finite.
+  bool StaysFiniteLocked(absl::Span<const GradientPart> parts, float lr_factor,
+                         uint32_t worker) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::Status NonFiniteError(const PushArgs& args) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void ApplyLocked(absl::Span<const GradientPart> parts, float lr_factor,
+                   uint32_t worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<PushOutcome> PushAsyncLocked(const PushArgs& args)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<PushOutcome> PushBarrierLocked(const PushArgs& args)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<PushOutcome> PushLateLocked(const PushArgs& args,
-                                             const GradientPart& part,
                                              PushOutcome stamp)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Closes the open step if its policy says so.
   void MaybeCloseLocked(CloseReason reason, int64_t last_arrival)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool IsFirstSliceLocked(const PushArgs& args) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void CloseStepLocked(CloseReason reason, int64_t last_arrival)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string WaitingForLocked(uint64_t clock) const
@@ -146,7 +169,6 @@ class ConsistencyController {
   ConsistencyConfig consistency_ ABSL_GUARDED_BY(mu_);
   StalenessConfig staleness_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::flat_hash_map<PushKey, PendingPush> pending_ ABSL_GUARDED_BY(mu_);
   TableStats stats_ ABSL_GUARDED_BY(mu_);
 
   // Membership snapshot.
@@ -159,9 +181,8 @@ class ConsistencyController {
   uint64_t open_step_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time step_opened_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<StepBuffer> step_sum_ ABSL_GUARDED_BY(mu_);
-  // worker -> slices still to come for the open step (0 = arrived).
-  absl::flat_hash_map<uint32_t, uint32_t> arrivals_ ABSL_GUARDED_BY(mu_);
-  size_t arrived_ ABSL_GUARDED_BY(mu_) = 0;      // workers done with the step
+  // Workers that pushed for the open step.
+  absl::flat_hash_set<uint32_t> arrivals_ ABSL_GUARDED_BY(mu_);
   size_t contributed_ ABSL_GUARDED_BY(mu_) = 0;  // of those, accepted pushes
   // reuse_last: each worker's gradient for the open step, and its last one.
   absl::flat_hash_map<uint32_t, std::unique_ptr<StepBuffer>> current_

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "common/initializer.h"
+#include "common/vector_math.h"
 
 namespace taups {
 namespace {
@@ -27,6 +29,27 @@ class DenseStepBuffer final : public StepBuffer {
   void Clear() override {
     if (touched_) std::fill(sum_.begin(), sum_.end(), 0.0f);
     touched_ = false;
+  }
+  bool AllFinite() const override { return taups::AllFinite(sum_); }
+  BufferSnapshot Export() const override {
+    BufferSnapshot snapshot;
+    if (touched_) snapshot.sums = sum_;
+    return snapshot;
+  }
+  absl::Status Import(const BufferSnapshot& snapshot) override {
+    if (!snapshot.keys.empty() ||
+        (!snapshot.sums.empty() && snapshot.sums.size() != sum_.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dense step buffer of ", sum_.size(), " floats cannot load ",
+          snapshot.sums.size(), " floats and ", snapshot.keys.size(), " keys"));
+    }
+    if (snapshot.sums.empty()) {
+      Clear();
+    } else {
+      sum_ = snapshot.sums;
+      touched_ = true;
+    }
+    return absl::OkStatus();
   }
   const std::vector<float>& sum() const { return sum_; }
 
@@ -106,15 +129,90 @@ void DenseTable::ApplyLocal(uint64_t local, absl::Span<const float> gradient,
   });
 }
 
+const float* DenseTable::BackupOf(uint32_t worker) const {
+  if (!delay_compensation_) return nullptr;
+  absl::MutexLock lock(&backup_mu_);
+  auto it = backups_.find(worker);
+  return it == backups_.end() ? nullptr : it->second->data();
+}
+
 void DenseTable::Apply(const GradientPart& part, float lr_factor,
                        uint32_t worker) {
-  const float* backup = nullptr;
-  if (delay_compensation_) {
-    absl::MutexLock lock(&backup_mu_);
-    auto it = backups_.find(worker);
-    if (it != backups_.end()) backup = it->second->data();
+  ApplyLocal(part.offset - range_.begin, part.values, lr_factor,
+             BackupOf(worker));
+}
+
+bool DenseTable::LocalStaysFinite(uint64_t local,
+                                  absl::Span<const float> gradient,
+                                  float max_abs, float lr_factor,
+                                  const float* backup) const {
+  if (backup == nullptr) {
+    if (max_abs < 0.0f) max_abs = MaxAbs(gradient);
+    if (optimizer_->StepAlwaysFinite(max_abs, lr_factor)) return true;
   }
-  ApplyLocal(part.offset - range_.begin, part.values, lr_factor, backup);
+  const float lambda = dc_lambda_;
+  std::vector<float> compensated;
+  bool finite = true;
+  ForEachBlock(local, local + gradient.size(), [&](uint64_t b, uint64_t e) {
+    if (!finite) return;
+    const float* g = gradient.data() + (b - local);
+    if (backup != nullptr) {
+      compensated.resize(e - b);
+      for (uint64_t i = b; i < e; ++i) {
+        const float gi = g[i - b];
+        compensated[i - b] = gi + lambda * gi * gi * (values_[i] - backup[i]);
+      }
+      if (!AllFinite(compensated)) {
+        finite = false;
+        return;
+      }
+      g = compensated.data();
+    }
+    finite = optimizer_->StaysFinite(values_.data() + b,
+                                     state_.data() + b * state_width_, g,
+                                     e - b, lr_factor);
+  });
+  return finite;
+}
+
+bool DenseTable::UpdateStaysFinite(const GradientPart& part, float lr_factor,
+                                   uint32_t worker) const {
+  return LocalStaysFinite(part.offset - range_.begin, part.values,
+                          part.max_abs, lr_factor, BackupOf(worker));
+}
+
+bool DenseTable::BufferStaysFinite(const StepBuffer& buffer, float scale,
+                                   float lr_factor) const {
+  if (buffer.empty()) return true;
+  if (!buffer.AllFinite()) return false;
+  std::vector<float> mean = static_cast<const DenseStepBuffer&>(buffer).sum();
+  for (float& v : mean) v *= scale;
+  return LocalStaysFinite(0, mean, -1.0f, lr_factor, nullptr);
+}
+
+TableSnapshot DenseTable::Export() const {
+  TableSnapshot snapshot;
+  snapshot.values = values_;
+  snapshot.state = state_;
+  return snapshot;
+}
+
+absl::Status DenseTable::Import(const TableSnapshot& snapshot) {
+  if (!snapshot.keys.empty() || snapshot.values.size() != values_.size() ||
+      snapshot.state.size() != state_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", config_.name, "': a snapshot of ", snapshot.values.size(),
+        " values, ", snapshot.state.size(), " state floats and ",
+        snapshot.keys.size(), " keys does not fit this part of ",
+        values_.size(), " values and ", state_.size(), " state floats"));
+  }
+  if (!AllFinite(snapshot.values) || !AllFinite(snapshot.state)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", config_.name, "': the snapshot holds non-finite values"));
+  }
+  values_ = snapshot.values;
+  state_ = snapshot.state;
+  return absl::OkStatus();
 }
 
 std::unique_ptr<StepBuffer> DenseTable::NewBuffer() const {

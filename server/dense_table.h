@@ -51,6 +51,15 @@ class DenseTable final : public Table {
   // Delay compensation on/off and its lambda.
   void SetStaleness(const StalenessConfig& staleness) override;
 
+  bool UpdateStaysFinite(const GradientPart& part, float lr_factor,
+                         uint32_t worker) const override;
+  bool BufferStaysFinite(const StepBuffer& buffer, float scale,
+                         float lr_factor) const override;
+  // Values and state; the delay-compensation copies of what each worker
+  // last pulled are not part of it (a worker pulls again after a restore).
+  TableSnapshot Export() const override;
+  absl::Status Import(const TableSnapshot& snapshot) override;
+
  private:
   struct Block {
     mutable absl::Mutex mu;
@@ -61,6 +70,11 @@ class DenseTable final : public Table {
   void ForEachBlock(uint64_t begin, uint64_t end, Fn&& fn) const;
   void ApplyLocal(uint64_t local, absl::Span<const float> gradient,
                   float lr_factor, const float* backup);
+  bool LocalStaysFinite(uint64_t local, absl::Span<const float> gradient,
+                        float max_abs, float lr_factor,
+                        const float* backup) const;
+  // What `worker` last pulled, when the table uses delay compensation.
+  const float* BackupOf(uint32_t worker) const;
 
   TableConfig config_;
   const Range range_;
@@ -72,7 +86,7 @@ class DenseTable final : public Table {
   std::vector<float> values_;
   std::vector<float> state_;
 
-  absl::Mutex backup_mu_;  // guards the map, not the vectors' contents
+  mutable absl::Mutex backup_mu_;  // guards the map, not the vectors' contents
   // worker -> its last pull (delay compensation only); element i guarded by
   // blocks_[i / kBlockSize].mu like values_.
   absl::flat_hash_map<uint32_t, std::unique_ptr<std::vector<float>>> backups_

@@ -33,12 +33,14 @@ PushOrigin OriginFromWire(const v1::PushOrigin& wire) {
 }
 
 template <typename Request>
-PushMeta MetaFromWire(const Request& request, uint32_t slices) {
+PushMeta MetaFromWire(const Request& request, uint32_t slices,
+                      uint32_t slice_index) {
   PushMeta meta;
   meta.origin = OriginFromWire(request.origin());
   meta.base_version = request.base_version();
   meta.clock = request.clock();
   meta.slices = slices == 0 ? 1 : slices;
+  meta.slice_index = slice_index;
   meta.push_norm_sq = request.push_norm_sq();
   return meta;
 }
@@ -79,6 +81,8 @@ void OutcomeToWire(const PushOutcome& outcome, uint64_t incarnation,
   wire->set_new_version(outcome.new_version);
   wire->set_reject_reason(outcome.reject_reason);
   wire->set_server_incarnation(incarnation);
+  wire->set_staged(outcome.staged);
+  wire->set_duplicate(outcome.duplicate);
 }
 
 // Pull responses are written straight into the response's bytes field.
@@ -220,20 +224,22 @@ grpc::Status ParameterServerService::PushDense(
     if (!shape.ok()) return ToGrpcStatus(shape.status());
     if (shape->kind != TableKind::kDense) {  // the store names the mismatch
       return ToGrpcStatus(store_->PushDense(request->table(), request->offset(), {},
-                                            MetaFromWire(*request, 1)).status());
+                                            MetaFromWire(*request, 1, 0)).status());
     }
     max_elements = shape->range.size();
   }
   absl::StatusOr<absl::Span<const float>> gradient =
       GradientFromWire(request->gradient(), request->encoded(), max_elements,
                        &scratch, "PushDense gradient");
+  const PushMeta meta = MetaFromWire(*request, request->slices_in_push(),
+                                     request->slice_index());
   if (!gradient.ok()) {
     if (request->encoded()) traffic_.CountBadBlock(request->table());
+    store_->RefusePush(request->table(), meta, gradient.status());
     return ToGrpcStatus(gradient.status());
   }
-  absl::StatusOr<PushOutcome> outcome = store_->PushDense(
-      request->table(), request->offset(), *gradient,
-      MetaFromWire(*request, request->slices_in_push()));
+  absl::StatusOr<PushOutcome> outcome =
+      store_->PushDense(request->table(), request->offset(), *gradient, meta);
   if (!outcome.ok()) return ToGrpcStatus(outcome.status());
   traffic_.CountPush(request->table(), gradient->size() * sizeof(float),
                      request->gradient().size(), request->encoded());
@@ -298,7 +304,7 @@ grpc::Status ParameterServerService::PushSparse(
     if (!shape.ok()) return ToGrpcStatus(shape.status());
     if (shape->kind != TableKind::kSparse) {
       return ToGrpcStatus(store_->PushSparse(request->table(), {}, {},
-                                             MetaFromWire(*request, 1)).status());
+                                             MetaFromWire(*request, 1, 0)).status());
     }
     max_elements = keys->size() * shape->dim;
   }
@@ -313,7 +319,7 @@ grpc::Status ParameterServerService::PushSparse(
   absl::StatusOr<absl::Span<const uint64_t>> row_bases = ViewAs<uint64_t>(
       request->row_base_versions(), &base_scratch, "PushSparse row_base_versions");
   if (!row_bases.ok()) return ToGrpcStatus(row_bases.status());
-  PushMeta meta = MetaFromWire(*request, 1);
+  PushMeta meta = MetaFromWire(*request, 1, 0);
   meta.row_base_versions = *row_bases;
   absl::StatusOr<PushOutcome> outcome =
       store_->PushSparse(request->table(), *keys, *gradients, meta);
@@ -345,6 +351,15 @@ grpc::Status ParameterServerService::Register(grpc::ServerContext*,
   for (const auto& [table, clock] : registration.start_clock) {
     (*response->mutable_start_clock())[table] = clock;
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status ParameterServerService::Leave(grpc::ServerContext*,
+                                           const v1::LeaveRequest* request,
+                                           v1::LeaveResponse* response) {
+  response->set_known(
+      store_->Leave(request->worker_id(), request->worker_incarnation()));
+  response->set_server_incarnation(incarnation_);
   return grpc::Status::OK;
 }
 

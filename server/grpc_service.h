@@ -35,6 +35,8 @@ class ParameterServerService final : public v1::ParameterServer::Service {
                         v1::RegisterResponse*) override;
   grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*,
                          v1::HeartbeatResponse*) override;
+  grpc::Status Leave(grpc::ServerContext*, const v1::LeaveRequest*,
+                     v1::LeaveResponse*) override;
   grpc::Status SetConsistency(grpc::ServerContext*,
                               const v1::SetConsistencyRequest*,
                               v1::SetConsistencyResponse*) override;

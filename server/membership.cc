@@ -23,8 +23,10 @@ Membership::Registration Membership::Register(uint32_t worker,
                  "the old one ({:016x}) is gone",
                  worker, incarnation, w.incarnation);
   } else if (!inserted && !w.live) {
-    spdlog::info("worker {} rejoined after being declared dead", worker);
+    spdlog::info("worker {} rejoined after {}", worker,
+                 w.left ? "leaving" : "being declared dead");
   }
+  w.left = false;
   w.worker_id = worker;
   w.incarnation = incarnation;
   w.live = true;
@@ -40,6 +42,21 @@ bool Membership::Heartbeat(uint32_t worker, uint64_t incarnation) {
       it->second.incarnation != incarnation) {
     return false;
   }
+  it->second.last_seen = clock_->Now();
+  return true;
+}
+
+bool Membership::Leave(uint32_t worker, uint64_t incarnation) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(worker);
+  if (it == workers_.end() || it->second.incarnation != incarnation) {
+    return false;
+  }
+  if (it->second.live) {
+    spdlog::info("worker {} (incarnation {:016x}) left", worker, incarnation);
+  }
+  it->second.live = false;
+  it->second.left = true;
   it->second.last_seen = clock_->Now();
   return true;
 }

@@ -24,6 +24,7 @@ struct WorkerStatus {
   uint32_t worker_id = 0;
   uint64_t incarnation = 0;
   bool live = false;
+  bool left = false;  // said goodbye (Leave) rather than going silent
   absl::Time last_seen;
   absl::Duration lease;
 };
@@ -42,6 +43,9 @@ class Membership {
   // Renews the lease. False when the worker is unknown, dead, or of another
   // incarnation: it must register again.
   bool Heartbeat(uint32_t worker, uint64_t incarnation) ABSL_LOCKS_EXCLUDED(mu_);
+  // A worker that finished: no longer live, recorded as left (not dead, not
+  // a lease expiration). False when that incarnation is not registered.
+  bool Leave(uint32_t worker, uint64_t incarnation) ABSL_LOCKS_EXCLUDED(mu_);
   // Declares expired leases dead; returns the workers that just died.
   std::vector<uint32_t> Expire() ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -2,9 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+
+#include "absl/types/span.h"
+#include "common/vector_math.h"
 
 namespace taups {
 namespace {
+
+// A change no larger than this cannot turn a finite float infinite (see
+// SgdOptimizer::StepAlwaysFinite).
+constexpr float kSafeChange = 1e30f;
 
 // w <- w - lr * g
 class SgdOptimizer final : public Optimizer {
@@ -16,6 +24,12 @@ class SgdOptimizer final : public Optimizer {
              float lr_factor) const override {
     const float step = lr_ * lr_factor;
     for (size_t i = 0; i < n; ++i) w[i] -= step * g[i];
+  }
+  // Near FLT_MAX a float's spacing is 2^104 (about 2e31): a change below
+  // half of it rounds back to a finite value, so |lr g| <= 1e30 never
+  // overflows.
+  bool StepAlwaysFinite(float max_abs_g, float lr_factor) const override {
+    return std::abs(lr_ * lr_factor) * max_abs_g <= kSafeChange;
   }
 
  private:
@@ -38,6 +52,12 @@ class AdagradOptimizer final : public Optimizer {
       acc[i] += g[i] * g[i];
       w[i] -= step * g[i] / (std::sqrt(acc[i]) + epsilon_);
     }
+  }
+  // g^2 <= 1e30 cannot overflow the accumulator (see SGD), and since acc >=
+  // g^2 after the add, the change |lr g / (sqrt(acc) + eps)| is at most |lr|.
+  bool StepAlwaysFinite(float max_abs_g, float lr_factor) const override {
+    return initial_ >= 0.0f && max_abs_g <= 1e15f &&
+           std::abs(lr_ * lr_factor) <= kSafeChange;
   }
 
  private:
@@ -132,6 +152,28 @@ class FtrlOptimizer final : public Optimizer {
 };
 
 }  // namespace
+
+bool Optimizer::StaysFinite(const float* w, const float* state, const float* g,
+                            size_t n, float lr_factor) const {
+  constexpr size_t kChunk = 256;
+  const size_t width = static_cast<size_t>(state_width());
+  float w_copy[kChunk];
+  float state_copy[kChunk * 4];  // widest rule: Adam's 3 slots
+  for (size_t begin = 0; begin < n; begin += kChunk) {
+    const size_t count = std::min(kChunk, n - begin);
+    std::memcpy(w_copy, w + begin, count * sizeof(float));
+    if (width > 0) {
+      std::memcpy(state_copy, state + begin * width,
+                  count * width * sizeof(float));
+    }
+    Apply(w_copy, state_copy, g + begin, count, lr_factor);
+    if (!AllFinite(absl::MakeConstSpan(w_copy, count)) ||
+        !AllFinite(absl::MakeConstSpan(state_copy, count * width))) {
+      return false;
+    }
+  }
+  return true;
+}
 
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerConfig& config) {
   switch (config.kind) {

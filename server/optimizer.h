@@ -28,6 +28,17 @@ class Optimizer {
   // `lr_factor` (the staleness treatment's factor; 1 when none).
   virtual void Apply(float* w, float* state, const float* g, size_t n,
                      float lr_factor) const = 0;
+
+  // Whether one step with every |g| <= max_abs_g leaves finite parameters
+  // and state finite whatever their values (a proof from the update rule,
+  // not a test). False means "not provable": ask StaysFinite.
+  virtual bool StepAlwaysFinite(float /*max_abs_g*/, float /*lr_factor*/) const {
+    return false;
+  }
+  // Whether Apply(w, state, g, n, lr_factor) would leave every parameter and
+  // state value finite. Runs the step on copies; changes nothing.
+  bool StaysFinite(const float* w, const float* state, const float* g,
+                   size_t n, float lr_factor) const;
 };
 
 // The rule for `config`; the config must have passed TableConfig::Validate().

@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/vector_math.h"
 
 namespace taups {
 
@@ -33,22 +34,26 @@ absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& config,
           existing == config ? "" : " with a different configuration"));
     }
     entry = std::make_shared<Entry>();
+    std::unique_ptr<Table> table;
     if (config.kind == TableKind::kDense) {
       if (config.dense_size < num_shards_) {
         return absl::InvalidArgumentError(absl::StrCat(
             "dense table '", config.name, "' of ", config.dense_size,
             " elements is smaller than the ", num_shards_, " shards"));
       }
-      entry->dense = std::make_unique<DenseTable>(
+      auto dense = std::make_unique<DenseTable>(
           config, DenseShardRange(config.dense_size, num_shards_, shard_index_));
+      entry->dense = dense.get();
+      table = std::move(dense);
     } else {
       RETURN_IF_ERROR(SparseTable::RowLimit(config).status());
-      entry->sparse = std::make_unique<SparseTable>(config, clock_);
+      auto sparse = std::make_unique<SparseTable>(config, clock_);
+      entry->sparse = sparse.get();
+      table = std::move(sparse);
     }
-    entry->controller =
-        std::make_unique<ConsistencyController>(entry->table(), clock_);
-    entry->controller->SetLiveWorkers(membership_.LiveWorkers(),
-                                      membership_.ever_registered());
+    entry->partition = std::make_shared<Partition>(std::move(table), clock_);
+    entry->partition->SetLiveWorkers(membership_.LiveWorkers(),
+                                     membership_.ever_registered());
     tables_.emplace(config.name, entry);
   }
   *created = true;
@@ -64,7 +69,7 @@ absl::StatusOr<ParameterStore::Shape> ParameterStore::ShapeOf(
     absl::string_view name) const {
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, Find(name));
   Shape shape;
-  shape.kind = entry->table()->config().kind;
+  shape.kind = entry->partition->config().kind;
   if (entry->dense) {
     shape.range = entry->dense->range();
   } else {
@@ -91,11 +96,11 @@ TableInfo ParameterStore::InfoOf(const Entry& entry) const {
   TableInfo info;
   info.shard_index = shard_index_;
   info.num_shards = num_shards_;
-  info.config = entry.table()->config();
-  info.config.consistency = entry.controller->consistency();
-  info.config.staleness = entry.controller->staleness();
-  info.version = entry.controller->version();
-  info.open_step = entry.controller->open_step();
+  info.config = entry.partition->config();
+  info.config.consistency = entry.partition->consistency();
+  info.config.staleness = entry.partition->staleness();
+  info.version = entry.partition->version();
+  info.open_step = entry.partition->open_step();
   if (entry.dense) {
     info.range = entry.dense->range();
   } else {
@@ -114,11 +119,11 @@ absl::StatusOr<TableInfo> ParameterStore::SetConsistency(
     absl::string_view name, const ConsistencyConfig& consistency,
     const StalenessConfig& staleness) {
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, Find(name));
-  TableConfig proposed = entry->table()->config();
+  TableConfig proposed = entry->partition->config();
   proposed.consistency = consistency;
   proposed.staleness = staleness;
   RETURN_IF_ERROR(proposed.Validate());
-  RETURN_IF_ERROR(entry->controller->SetConfig(consistency, staleness));
+  RETURN_IF_ERROR(entry->partition->SetConfig(consistency, staleness));
   return InfoOf(*entry);
 }
 
@@ -136,10 +141,11 @@ absl::StatusOr<std::shared_ptr<ParameterStore::Entry>> ParameterStore::Find(
 absl::StatusOr<std::shared_ptr<ParameterStore::Entry>> ParameterStore::FindKind(
     absl::string_view name, TableKind kind) const {
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, Find(name));
-  if (entry->table()->config().kind != kind) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "table '", name, "' is ", TableKindName(entry->table()->config().kind),
-        "; use the ", TableKindName(entry->table()->config().kind), " calls"));
+  const TableKind actual = entry->partition->config().kind;
+  if (actual != kind) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table '", name, "' is ", TableKindName(actual),
+                     "; use the ", TableKindName(actual), " calls"));
   }
   return entry;
 }
@@ -168,6 +174,11 @@ absl::Status CheckPushMeta(const PushMeta& meta, uint64_t max_slices,
         "table '", table, "': ", meta.slices, " slices for a push of at most ",
         max_slices, " elements on this shard"));
   }
+  if (meta.slice_index >= meta.slices) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", table, "': slice index ", meta.slice_index, " of a push of ",
+        meta.slices, " slices"));
+  }
   if (!std::isfinite(meta.push_norm_sq) || meta.push_norm_sq < 0.0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "table '", table, "': push_norm_sq must be finite and >= 0"));
@@ -177,17 +188,46 @@ absl::Status CheckPushMeta(const PushMeta& meta, uint64_t max_slices,
 
 }  // namespace
 
-absl::Status ParameterStore::CheckFinite(absl::string_view table,
-                                         absl::Span<const float> values) {
+absl::StatusOr<float> ParameterStore::CheckFinite(
+    absl::string_view table, absl::Span<const float> values) {
+  const float max_abs = MaxAbs(values);
+  if (std::isfinite(max_abs)) return max_abs;
+  nonfinite_rejections_.fetch_add(1);
   for (size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values[i])) {
-      nonfinite_rejections_.fetch_add(1);
       return absl::InvalidArgumentError(absl::StrCat(
           "table '", table, "': gradient element ", i, " is ", values[i],
           "; NaN/Inf gradients are refused and nothing was applied"));
     }
   }
-  return absl::OkStatus();
+  return absl::InternalError("MaxAbs found a non-finite value that is not there");
+}
+
+absl::StatusOr<PushOutcome> ParameterStore::PushSliceTo(
+    Entry& entry, const PushMeta& meta, const GradientPart& part) {
+  PushSlice slice;
+  slice.origin = meta.origin;
+  slice.index = meta.slice_index;
+  slice.header.slices = meta.slices;
+  slice.header.base_version = meta.base_version;
+  slice.header.clock = meta.clock;
+  slice.header.push_norm_sq = meta.push_norm_sq;
+  slice.part = part;
+  return entry.partition->Push(slice);
+}
+
+void ParameterStore::RefusePush(absl::string_view table, const PushMeta& meta,
+                                const absl::Status& why) {
+  if (meta.slices <= 1 || meta.slice_index >= meta.slices) return;
+  absl::StatusOr<std::shared_ptr<Entry>> entry = Find(table);
+  if (!entry.ok()) return;
+  (*entry)->partition->Refuse(meta.origin, meta.slice_index, meta.slices, why);
+}
+
+absl::StatusOr<std::shared_ptr<Partition>> ParameterStore::PartitionOf(
+    absl::string_view table) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, Find(table));
+  return entry->partition;
 }
 
 absl::Status ParameterStore::CheckSparseKeys(const SparseTable& table,
@@ -223,17 +263,10 @@ absl::Status ParameterStore::CheckSparseKeys(const SparseTable& table,
   return absl::OkStatus();
 }
 
-absl::Status ParameterStore::AwaitPull(Entry& entry, const PullContext& ctx) {
-  if (entry.controller->PullReady(ctx.worker, ctx.clock)) {
-    return absl::OkStatus();
-  }
-  return entry.controller->AwaitPullReady(ctx.worker, ctx.clock, ctx.deadline);
-}
-
 absl::StatusOr<bool> ParameterStore::PullReady(absl::string_view table,
                                                const PullContext& ctx) const {
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, Find(table));
-  return entry->controller->PullReady(ctx.worker, ctx.clock);
+  return entry->partition->PullReady(ctx.worker, ctx.clock);
 }
 
 absl::StatusOr<PullResult> ParameterStore::PullDense(absl::string_view table,
@@ -243,12 +276,11 @@ absl::StatusOr<PullResult> ParameterStore::PullDense(absl::string_view table,
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                    FindKind(table, TableKind::kDense));
   RETURN_IF_ERROR(CheckDenseRange(*entry->dense, offset, out.size(), shard_index_));
-  RETURN_IF_ERROR(AwaitPull(*entry, ctx));
-  PullResult result;
-  result.version = entry->controller->version();
-  result.step = entry->controller->open_step();
-  entry->dense->Pull(offset, out, ctx.worker);
-  return result;
+  ASSIGN_OR_RETURN(PartitionRead read,
+                   entry->partition->Read(ctx.worker, ctx.clock, ctx.deadline, [&] {
+                     entry->dense->Pull(offset, out, ctx.worker);
+                   }));
+  return PullResult{read.version, read.step};
 }
 
 absl::StatusOr<PushOutcome> ParameterStore::PushDense(
@@ -259,16 +291,16 @@ absl::StatusOr<PushOutcome> ParameterStore::PushDense(
   RETURN_IF_ERROR(
       CheckDenseRange(*entry->dense, offset, gradient.size(), shard_index_));
   RETURN_IF_ERROR(CheckPushMeta(meta, entry->dense->range().size(), table));
-  RETURN_IF_ERROR(CheckFinite(table, gradient));
-  PushArgs args;
-  args.origin = meta.origin;
-  args.base_version = meta.base_version;
-  args.clock = meta.clock;
-  args.slices = meta.slices;
-  args.push_norm_sq = meta.push_norm_sq;
-  args.part.offset = offset;
-  args.part.values = gradient;
-  return entry->controller->Push(args);
+  absl::StatusOr<float> max_abs = CheckFinite(table, gradient);
+  if (!max_abs.ok()) {
+    RefusePush(table, meta, max_abs.status());
+    return max_abs.status();
+  }
+  GradientPart part;
+  part.offset = offset;
+  part.values = gradient;
+  part.max_abs = *max_abs;
+  return PushSliceTo(*entry, meta, part);
 }
 
 absl::StatusOr<PullResult> ParameterStore::PullSparse(
@@ -288,12 +320,11 @@ absl::StatusOr<PullResult> ParameterStore::PullSparse(
         "table '", table, "': room for ", row_versions.size(),
         " row versions, need ", keys.size()));
   }
-  RETURN_IF_ERROR(AwaitPull(*entry, ctx));
-  PullResult result;
-  result.version = entry->controller->version();
-  result.step = entry->controller->open_step();
-  entry->sparse->Pull(keys, out, row_versions);
-  return result;
+  ASSIGN_OR_RETURN(PartitionRead read,
+                   entry->partition->Read(ctx.worker, ctx.clock, ctx.deadline, [&] {
+                     entry->sparse->Pull(keys, out, row_versions);
+                   }));
+  return PullResult{read.version, read.step};
 }
 
 absl::StatusOr<PushOutcome> ParameterStore::PushSparse(
@@ -314,30 +345,29 @@ absl::StatusOr<PushOutcome> ParameterStore::PushSparse(
         "table '", table, "': ", meta.row_base_versions.size(),
         " row base versions for ", keys.size(), " keys"));
   }
-  RETURN_IF_ERROR(CheckFinite(table, gradients));
-  PushArgs args;
-  args.origin = meta.origin;
-  args.base_version = meta.base_version;
-  args.clock = meta.clock;
-  args.slices = 1;
-  args.push_norm_sq = meta.push_norm_sq;
-  args.part.keys = keys;
-  args.part.values = gradients;
-  if (!row_tau) return entry->controller->Push(args);
+  ASSIGN_OR_RETURN(const float max_abs, CheckFinite(table, gradients));
+  PushMeta whole = meta;
+  whole.slices = 1;
+  whole.slice_index = 0;
+  GradientPart part;
+  part.keys = keys;
+  part.values = gradients;
+  part.max_abs = max_abs;
+  if (!row_tau) return PushSliceTo(*entry, whole, part);
 
   std::vector<uint64_t> taus(keys.size(), 0);
   RowTauSink sink;
   sink.base_versions = meta.row_base_versions;
   sink.taus = absl::MakeSpan(taus);
-  const ConsistencyKind kind = entry->controller->consistency().kind;
+  const ConsistencyKind kind = entry->partition->consistency().kind;
   if (kind == ConsistencyKind::kSync || kind == ConsistencyKind::kSemiSync) {
     // Gathered now, applied when the step closes (maybe by this very push):
     // the rows' staleness is what it is on arrival.
     entry->sparse->MeasureRowTau(keys, &sink);
   } else {
-    args.part.row_tau = &sink;
+    part.row_tau = &sink;
   }
-  ASSIGN_OR_RETURN(PushOutcome outcome, entry->controller->Push(args));
+  ASSIGN_OR_RETURN(PushOutcome outcome, PushSliceTo(*entry, whole, part));
   if (!sink.measured) entry->sparse->MeasureRowTau(keys, &sink);  // refused
   outcome.row_tau = sink.summary;
   outcome.row_taus = std::move(taus);
@@ -347,7 +377,7 @@ absl::StatusOr<PushOutcome> ParameterStore::PushSparse(
 void ParameterStore::PublishMembership() {
   const std::vector<uint32_t> live = membership_.LiveWorkers();
   const size_t ever = membership_.ever_registered();
-  for (const auto& entry : Entries()) entry->controller->SetLiveWorkers(live, ever);
+  for (const auto& entry : Entries()) entry->partition->SetLiveWorkers(live, ever);
 }
 
 Registration ParameterStore::Register(uint32_t worker, uint64_t incarnation,
@@ -356,9 +386,13 @@ Registration ParameterStore::Register(uint32_t worker, uint64_t incarnation,
   result.lease = membership_.Register(worker, incarnation, lease).lease;
   result.heartbeat_every = result.lease / 4;
   PublishMembership();
-  absl::ReaderMutexLock lock(&mu_);
-  for (const auto& [name, entry] : tables_) {
-    result.start_clock[name] = entry->controller->JoinClock(worker);
+  std::vector<std::pair<std::string, std::shared_ptr<Entry>>> entries;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    entries.assign(tables_.begin(), tables_.end());
+  }
+  for (const auto& [name, entry] : entries) {
+    result.start_clock[name] = entry->partition->JoinClock(worker);
   }
   return result;
 }
@@ -367,12 +401,15 @@ bool ParameterStore::Heartbeat(uint32_t worker, uint64_t incarnation) {
   return membership_.Heartbeat(worker, incarnation);
 }
 
+bool ParameterStore::Leave(uint32_t worker, uint64_t incarnation) {
+  const bool known = membership_.Leave(worker, incarnation);
+  if (known) PublishMembership();
+  return known;
+}
+
 void ParameterStore::Tick() {
   if (!membership_.Expire().empty()) PublishMembership();
-  for (const auto& entry : Entries()) {
-    entry->controller->Tick();
-    if (entry->sparse) entry->sparse->ExpireIdle();
-  }
+  for (const auto& entry : Entries()) entry->partition->Tick();
 }
 
 StoreStats ParameterStore::Stats(absl::string_view table) const {
@@ -382,8 +419,8 @@ StoreStats ParameterStore::Stats(absl::string_view table) const {
   stats.lease_expirations = membership_.lease_expirations();
   stats.nonfinite_rejections = nonfinite_rejections_.load();
   for (const auto& entry : Entries()) {
-    if (!table.empty() && entry->table()->config().name != table) continue;
-    stats.tables.emplace_back(InfoOf(*entry), entry->controller->Stats());
+    if (!table.empty() && entry->partition->config().name != table) continue;
+    stats.tables.emplace_back(InfoOf(*entry), entry->partition->Stats());
     if (entry->sparse) stats.tables.back().second.row_tau = entry->sparse->row_tau();
   }
   return stats;

@@ -8,10 +8,13 @@
 // a size mismatch or a NaN/Inf gradient is INVALID_ARGUMENT (and counted);
 // none of them touches a table.
 //
+// Each table's part is a Partition: every change to it runs on that
+// partition's ordered apply path (see partition.h), so pushes are applied
+// whole, exactly once, in one order.
+//
 // Thread-safe. The table directory is behind a reader/writer mutex taken
-// briefly to find a table; the data path then runs on the table's own locks
-// (see DenseTable, SparseTable, ConsistencyController). No lock is global to
-// the data path.
+// briefly to find a table; the data path then runs on the partition's locks.
+// No lock is global to the data path.
 #ifndef TAUPS_SERVER_PARAMETER_STORE_H_
 #define TAUPS_SERVER_PARAMETER_STORE_H_
 
@@ -30,9 +33,9 @@
 #include "absl/types/span.h"
 #include "common/clock.h"
 #include "common/shard_map.h"
-#include "server/consistency_controller.h"
 #include "server/dense_table.h"
 #include "server/membership.h"
+#include "server/partition.h"
 #include "server/push_types.h"
 #include "server/sparse_table.h"
 #include "taups/table_config.h"
@@ -73,7 +76,8 @@ struct PushMeta {
   PushOrigin origin;
   uint64_t base_version = 0;
   uint64_t clock = 0;
-  uint32_t slices = 1;
+  uint32_t slices = 1;       // slices of this push to this shard
+  uint32_t slice_index = 0;  // which one this is, < slices
   double push_norm_sq = 0.0;
   // Sparse only, optional: per key, the row version its gradient was
   // computed on (from a pull with row versions; kUnknownRowVersion where
@@ -158,6 +162,15 @@ class ParameterStore {
                                          absl::Span<const float> gradients,
                                          const PushMeta& meta);
 
+  // A slice of a push was refused before it reached the table (e.g. a
+  // malformed encoded block): the push's other slices are refused too.
+  void RefusePush(absl::string_view table, const PushMeta& meta,
+                  const absl::Status& why);
+
+  // The partition holding this shard's part of `table` (tests, snapshots).
+  absl::StatusOr<std::shared_ptr<Partition>> PartitionOf(
+      absl::string_view table) const;
+
   // Whether a pull of `table` by ctx.worker at ctx.clock would be served now.
   absl::StatusOr<bool> PullReady(absl::string_view table,
                                  const PullContext& ctx) const;
@@ -166,6 +179,8 @@ class ParameterStore {
   Registration Register(uint32_t worker, uint64_t incarnation,
                         absl::Duration lease);
   bool Heartbeat(uint32_t worker, uint64_t incarnation);
+  // The worker is done: it leaves every barrier and quorum now.
+  bool Leave(uint32_t worker, uint64_t incarnation);
   // Expires leases, closes semi-sync steps whose timeout passed and expires
   // sparse rows idle for their table's ttl. The server calls it every few
   // milliseconds; simulations after moving time.
@@ -176,13 +191,11 @@ class ParameterStore {
   uint64_t nonfinite_rejections() const { return nonfinite_rejections_.load(); }
 
  private:
+  // A table's part here: its partition, and the typed storage inside it.
   struct Entry {
-    std::unique_ptr<DenseTable> dense;
-    std::unique_ptr<SparseTable> sparse;
-    std::unique_ptr<ConsistencyController> controller;
-    Table* table() const {
-      return dense ? static_cast<Table*>(dense.get()) : sparse.get();
-    }
+    std::shared_ptr<Partition> partition;
+    DenseTable* dense = nullptr;
+    SparseTable* sparse = nullptr;
   };
   absl::StatusOr<std::shared_ptr<Entry>> Find(absl::string_view name) const;
   absl::StatusOr<std::shared_ptr<Entry>> FindKind(absl::string_view name,
@@ -190,12 +203,15 @@ class ParameterStore {
   std::vector<std::shared_ptr<Entry>> Entries() const;
   TableInfo InfoOf(const Entry& entry) const;
   void PublishMembership();
-  absl::Status CheckFinite(absl::string_view table,
-                           absl::Span<const float> values);
+  // max |values|, or INVALID_ARGUMENT (counted) if one is NaN or Inf.
+  absl::StatusOr<float> CheckFinite(absl::string_view table,
+                                    absl::Span<const float> values);
+  // Hands one validated slice to the partition, or `refused` for it.
+  absl::StatusOr<PushOutcome> PushSliceTo(Entry& entry, const PushMeta& meta,
+                                          const GradientPart& part);
   absl::Status CheckSparseKeys(const SparseTable& table,
                                absl::Span<const uint64_t> keys,
                                bool require_unique) const;
-  absl::Status AwaitPull(Entry& entry, const PullContext& ctx);
 
   const uint32_t shard_index_;
   const uint32_t num_shards_;

@@ -38,6 +38,13 @@ struct PushOutcome {
   float lr_factor = 1.0f;    // learning-rate multiplier applied
   uint64_t new_version = 0;  // table version on this shard afterwards
   std::string reject_reason;
+  bool downweighted = false;  // f(tau) < 1
+  // This slice of a multi-slice push was kept; the push applies (or not)
+  // when its last slice arrives, whose answer is the push's.
+  bool staged = false;
+  // The push (or slice) was seen before: this is the first answer again,
+  // and nothing was applied now.
+  bool duplicate = false;
   // Sparse pushes with row base versions only: the summary, and every
   // key's tau in request order (kUnknownRowVersion where its base was;
   // 0 for keys without a row).

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/shard_map.h"
+#include "common/vector_math.h"
 #include "server/table_stats.h"
 
 namespace taups {
@@ -89,16 +90,18 @@ SparseTable::SparseTable(const TableConfig& config, const Clock* clock)
       ttl_ns_(static_cast<int64_t>(config.sparse_ttl_s * 1e9)),
       row_limit_(RowLimit(config).value_or(config.sparse_max_rows)),
       row_tau_(Histogram::IntegerBounds(kTauHistogramMax)) {
-  StripeOptions options;
-  options.max_rows = row_limit_ / kStripes;
-  options.eviction = config.sparse_eviction;
-  options.ttl_ns = ttl_ns_;
-  options.admit_after = config.sparse_admit_after;
-  options.admit_probability = config.sparse_admit_probability;
-  options.admission_seed = MixKey(initializer_.table_seed() ^ 0xad317f5e11a7ULL);
-  for (int s = 0; s < kStripes; ++s) {
-    stripes_.push_back(std::make_unique<Stripe>(row_stride_, options));
-  }
+  stripe_options_.max_rows = row_limit_ / kStripes;
+  stripe_options_.eviction = config.sparse_eviction;
+  stripe_options_.ttl_ns = ttl_ns_;
+  stripe_options_.admit_after = config.sparse_admit_after;
+  stripe_options_.admit_probability = config.sparse_admit_probability;
+  stripe_options_.admission_seed =
+      MixKey(initializer_.table_seed() ^ 0xad317f5e11a7ULL);
+  for (int s = 0; s < kStripes; ++s) stripes_.push_back(NewStripe());
+}
+
+std::unique_ptr<SparseTable::Stripe> SparseTable::NewStripe() const {
+  return std::make_unique<Stripe>(row_stride_, stripe_options_);
 }
 
 int SparseTable::StripeIndexOf(uint64_t key) {
@@ -267,6 +270,21 @@ class SparseStepBuffer final : public StepBuffer {
     keys_.clear();
     sums_.clear();
   }
+  bool AllFinite() const override { return taups::AllFinite(sums_); }
+  BufferSnapshot Export() const override { return BufferSnapshot{keys_, sums_}; }
+  absl::Status Import(const BufferSnapshot& snapshot) override {
+    if (snapshot.sums.size() != snapshot.keys.size() * dim_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sparse step buffer of dim ", dim_, " cannot load ",
+          snapshot.sums.size(), " floats for ", snapshot.keys.size(), " keys"));
+    }
+    Clear();
+    for (size_t r = 0; r < snapshot.keys.size(); ++r) {
+      float* dst = RowFor(snapshot.keys[r]);
+      for (uint32_t j = 0; j < dim_; ++j) dst[j] += snapshot.sums[r * dim_ + j];
+    }
+    return absl::OkStatus();
+  }
   const std::vector<uint64_t>& keys() const { return keys_; }
   const std::vector<float>& sums() const { return sums_; }
 
@@ -301,6 +319,105 @@ void SparseTable::ApplyBuffer(const StepBuffer& buffer, float scale,
   part.keys = b.keys();
   part.values = mean;
   Apply(part, lr_factor, 0);
+}
+
+bool SparseTable::BufferStaysFinite(const StepBuffer& buffer, float scale,
+                                    float lr_factor) const {
+  const auto& b = static_cast<const SparseStepBuffer&>(buffer);
+  if (b.empty()) return true;
+  if (!b.AllFinite()) return false;
+  std::vector<float> mean = b.sums();
+  for (float& v : mean) v *= scale;
+  GradientPart part;
+  part.keys = b.keys();
+  part.values = mean;
+  return UpdateStaysFinite(part, lr_factor, 0);
+}
+
+bool SparseTable::UpdateStaysFinite(const GradientPart& part, float lr_factor,
+                                    uint32_t /*worker*/) const {
+  const float max_abs = part.max_abs >= 0.0f ? part.max_abs : MaxAbs(part.values);
+  if (optimizer_->StepAlwaysFinite(max_abs, lr_factor)) return true;
+  const int64_t now = NowNanos();
+  std::vector<float> fresh(row_stride_);
+  bool finite = true;
+  ForEachKeyByStripe(part.keys, [&](Stripe& stripe, uint32_t i)
+                                    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (!finite) return;
+    const uint32_t slot = stripe.rows.Peek(part.keys[i], now);
+    const float* row = fresh.data();
+    if (slot != StripeRows::kNoSlot) {
+      row = stripe.rows.row(slot);
+    } else {  // Apply would create it with its initial values
+      initializer_.FillRow(part.keys[i], absl::MakeSpan(fresh.data(), dim_));
+      optimizer_->InitState(fresh.data() + dim_, dim_);
+    }
+    finite = optimizer_->StaysFinite(row, row + dim_,
+                                     part.values.data() + size_t{i} * dim_,
+                                     dim_, lr_factor);
+  });
+  return finite;
+}
+
+TableSnapshot SparseTable::Export() const {
+  TableSnapshot snapshot;
+  const size_t width = row_stride_ / dim_ - 1;
+  for (const auto& stripe : stripes_) {
+    absl::MutexLock lock(&stripe->mu);
+    stripe->rows.ForEachRow([&](uint64_t key, uint32_t slot)
+                                ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      const float* row = stripe->rows.row(slot);
+      snapshot.keys.push_back(key);
+      snapshot.values.insert(snapshot.values.end(), row, row + dim_);
+      snapshot.state.insert(snapshot.state.end(), row + dim_,
+                            row + dim_ + dim_ * width);
+      snapshot.row_versions.push_back(stripe->rows.version(slot));
+    });
+  }
+  return snapshot;
+}
+
+absl::Status SparseTable::Import(const TableSnapshot& snapshot) {
+  const size_t rows = snapshot.keys.size();
+  const size_t width = row_stride_ / dim_ - 1;
+  if (snapshot.values.size() != rows * dim_ ||
+      snapshot.state.size() != rows * dim_ * width ||
+      snapshot.row_versions.size() != rows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", config_.name, "': a snapshot of ", rows, " keys, ",
+        snapshot.values.size(), " values, ", snapshot.state.size(),
+        " state floats and ", snapshot.row_versions.size(),
+        " row versions does not fit rows of dim ", dim_));
+  }
+  if (row_limit_ > 0 && rows > row_limit_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", config_.name, "': the snapshot holds ", rows,
+        " rows; this table allows ", row_limit_));
+  }
+  if (!AllFinite(snapshot.values) || !AllFinite(snapshot.state)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", config_.name, "': the snapshot holds non-finite values"));
+  }
+  std::vector<std::unique_ptr<Stripe>> stripes;
+  for (int s = 0; s < kStripes; ++s) stripes.push_back(NewStripe());
+  const int64_t now = NowNanos();
+  for (size_t r = 0; r < rows; ++r) {
+    Stripe& stripe = *stripes[StripeIndexOf(snapshot.keys[r])];
+    absl::MutexLock lock(&stripe.mu);
+    if (stripe.rows.Peek(snapshot.keys[r], now) != StripeRows::kNoSlot) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table '", config_.name, "': key ", snapshot.keys[r],
+          " appears twice in the snapshot"));
+    }
+    const uint32_t slot = stripe.rows.CreateAdmitted(snapshot.keys[r], now);
+    float* row = stripe.rows.row(slot);
+    std::copy_n(snapshot.values.data() + r * dim_, dim_, row);
+    std::copy_n(snapshot.state.data() + r * dim_ * width, dim_ * width,
+                row + dim_);
+    stripe.rows.version(slot) = snapshot.row_versions[r];
+  }
+  stripes_ = std::move(stripes);
+  return absl::OkStatus();
 }
 
 }  // namespace taups

@@ -97,9 +97,18 @@ class SparseTable final : public Table {
   // that are gathered or refused rather than applied at once).
   void MeasureRowTau(absl::Span<const uint64_t> keys, RowTauSink* sink);
 
+  bool UpdateStaysFinite(const GradientPart& part, float lr_factor,
+                         uint32_t worker) const override;
+  bool BufferStaysFinite(const StepBuffer& buffer, float scale,
+                         float lr_factor) const override;
+  // Every row with its state and version, grouped by stripe. Import starts
+  // the counters (evictions, refusals) and the eviction order anew.
+  TableSnapshot Export() const override;
+  absl::Status Import(const TableSnapshot& snapshot) override;
+
   // Expires rows idle for the ttl (bounded work per stripe per call; the
   // rest go on the next call or on their next touch). No-op without a ttl.
-  void ExpireIdle();
+  void ExpireIdle() override;
 
  private:
   struct Stripe {
@@ -124,6 +133,7 @@ class SparseTable final : public Table {
   // A new initialized row for `key` (absent); kNoSlot if not admitted.
   uint32_t CreateLocked(Stripe& stripe, uint64_t key, int64_t now_ns)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
+  std::unique_ptr<Stripe> NewStripe() const;
   // Records the taus `sink` measured (counted rows only) in row_tau_.
   void RecordRowTau(const RowTauSink& sink, absl::Span<const uint8_t> counted);
 
@@ -135,6 +145,7 @@ class SparseTable final : public Table {
   const Clock* const clock_;
   const int64_t ttl_ns_;
   const uint64_t row_limit_;
+  StripeOptions stripe_options_;
   std::vector<std::unique_ptr<Stripe>> stripes_;
   mutable absl::Mutex tau_mu_;  // a leaf lock: taken after stripe locks
   Histogram row_tau_ ABSL_GUARDED_BY(tau_mu_);

@@ -82,6 +82,10 @@ uint32_t StripeRows::Create(uint64_t key, int64_t now_ns) {
     ++refused_;
     return kNoSlot;
   }
+  return CreateAdmitted(key, now_ns);
+}
+
+uint32_t StripeRows::CreateAdmitted(uint64_t key, int64_t now_ns) {
   const uint32_t slot = TakeSlot(now_ns);
   key_of_[slot] = key;
   version_of_[slot] = 0;

@@ -66,6 +66,20 @@ class StripeRows {
   // if the stripe is full; kNoSlot if the key is not admitted yet. Its
   // version is 0; the caller fills row().
   uint32_t Create(uint64_t key, int64_t now_ns);
+  // Like Create, but past the admission filter (a restored row was admitted
+  // when it was first made).
+  uint32_t CreateAdmitted(uint64_t key, int64_t now_ns);
+  // The slot of `key`'s live row without touching it; kNoSlot if none.
+  uint32_t Peek(uint64_t key, int64_t now_ns) const {
+    auto it = slot_of_.find(key);
+    if (it == slot_of_.end() || Expired(it->second, now_ns)) return kNoSlot;
+    return it->second;
+  }
+  // Calls fn(key, slot) for every row, in no particular order.
+  template <typename Fn>
+  void ForEachRow(Fn&& fn) const {
+    for (const auto& [key, slot] : slot_of_) fn(key, slot);
+  }
   // The version of `key`'s row without touching it; nullopt if the key has
   // no live row.
   std::optional<uint64_t> PeekVersion(uint64_t key, int64_t now_ns) const;
@@ -74,7 +88,11 @@ class StripeRows {
   size_t ExpireIdle(int64_t now_ns, size_t limit);
 
   float* row(uint32_t slot) { return arena_.data() + size_t{slot} * row_stride_; }
+  const float* row(uint32_t slot) const {
+    return arena_.data() + size_t{slot} * row_stride_;
+  }
   uint64_t& version(uint32_t slot) { return version_of_[slot]; }
+  uint64_t version(uint32_t slot) const { return version_of_[slot]; }
 
   size_t size() const { return slot_of_.size(); }
   uint64_t evictions() const { return evictions_; }

@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "server/push_types.h"
 #include "taups/table_config.h"
@@ -34,6 +36,29 @@ struct GradientPart {
   absl::Span<const uint64_t> keys;
   absl::Span<const float> values;
   RowTauSink* row_tau = nullptr;
+  // max |values[i]| when the caller measured it (MaxAbs), else negative.
+  float max_abs = -1.0f;
+};
+
+// The contents of a table part, copied out by Table::Export and loaded by
+// Table::Import. Dense: `values` and `state` of the part's range in order
+// (state interleaved as the optimizer keeps it), no keys. Sparse: one row per
+// key: row i is values[i * dim, (i + 1) * dim), its optimizer state is
+// state[i * dim * width, ...) and its update count row_versions[i].
+struct TableSnapshot {
+  std::vector<uint64_t> keys;
+  std::vector<float> values;
+  std::vector<float> state;
+  std::vector<uint64_t> row_versions;
+  bool operator==(const TableSnapshot&) const = default;
+};
+
+// The contents of a StepBuffer (a sync step's sum). Dense: `sums` over the
+// part's range (empty when nothing was added); sparse: a row per key.
+struct BufferSnapshot {
+  std::vector<uint64_t> keys;
+  std::vector<float> sums;
+  bool operator==(const BufferSnapshot&) const = default;
 };
 
 // A sum of gradient parts, kept until a step closes. Thread-compatible.
@@ -46,6 +71,11 @@ class StepBuffer {
   virtual void AddBuffer(const StepBuffer& other, float scale) = 0;
   virtual bool empty() const = 0;
   virtual void Clear() = 0;
+  // Whether every sum is finite.
+  virtual bool AllFinite() const = 0;
+  virtual BufferSnapshot Export() const = 0;
+  // Replaces the contents; INVALID_ARGUMENT if `snapshot` does not fit.
+  virtual absl::Status Import(const BufferSnapshot& snapshot) = 0;
 };
 
 class Table {
@@ -63,6 +93,22 @@ class Table {
                            float lr_factor) = 0;
   // The table's staleness settings changed (admin call).
   virtual void SetStaleness(const StalenessConfig& /*staleness*/) {}
+  // Time-driven upkeep (a sparse table's ttl expiry); called on every tick.
+  virtual void ExpireIdle() {}
+
+  // Whether Apply(part, ...) / ApplyBuffer(buffer, ...) would leave every
+  // parameter and optimizer state value finite. Change nothing.
+  virtual bool UpdateStaysFinite(const GradientPart& part, float lr_factor,
+                                 uint32_t worker) const = 0;
+  virtual bool BufferStaysFinite(const StepBuffer& buffer, float scale,
+                                 float lr_factor) const = 0;
+
+  // A copy of the storage (values, optimizer state, row versions). The
+  // caller keeps writers out while it runs (the partition does).
+  virtual TableSnapshot Export() const = 0;
+  // Replaces the storage with `snapshot`; INVALID_ARGUMENT (and nothing
+  // changed) if it does not fit this table or holds non-finite values.
+  virtual absl::Status Import(const TableSnapshot& snapshot) = 0;
 };
 
 }  // namespace taups

@@ -37,6 +37,8 @@ struct TableStats {
   uint64_t rejected = 0;
   uint64_t downweighted = 0;
   uint64_t late = 0;
+  uint64_t nonfinite_refused = 0;  // updates whose result would not be finite
+  uint64_t duplicates = 0;         // pushes (or slices) answered again
   uint64_t steps_closed = 0;
   uint64_t quorum_closes = 0;   // closed because enough workers arrived
   uint64_t timeout_closes = 0;  // closed by the semi-sync timeout

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "common/initializer.h"
 #include "common/shard_map.h"
 #include "server/parameter_store.h"
@@ -30,11 +31,13 @@ PushOrigin Origin(uint32_t worker, uint64_t seq) {
   return PushOrigin{worker, 1, seq};
 }
 
-PushMeta Meta(PushOrigin origin, uint64_t base_version, uint32_t slices) {
+PushMeta Meta(PushOrigin origin, uint64_t base_version, uint32_t slices,
+              uint32_t slice_index = 0) {
   PushMeta meta;
   meta.origin = origin;
   meta.base_version = base_version;
   meta.slices = slices;
+  meta.slice_index = slice_index;
   return meta;
 }
 
@@ -157,29 +160,60 @@ TEST_CASE("bad dense requests change nothing") {
   REQUIRE(PullAll(store, "w", {0, 5}) == std::vector<float>(5, 0.0f));
 }
 
-TEST_CASE("a push in slices is stamped once and advances the version once") {
+TEST_CASE("a push in slices is applied whole when its last slice arrives") {
   ParameterStore store(0, 1);
   bool created = false;
   REQUIRE(store.CreateTable(DenseSgd("w", 6), true, &created).ok());
   // Worker 1 moves the version to 1 first.
   REQUIRE(store.PushDense("w", 0, std::vector<float>(6, 0.0f), Meta(Origin(1, 1), 0, 1))
               .ok());
-  // Worker 0's push (base 0) arrives as 3 slices; worker 1 pushes between
-  // slices. All of worker 0's slices keep tau = 1, the stamp of the first.
+  // Worker 0's push (base 0) arrives as 3 slices, out of order; worker 1
+  // pushes between slices. Nothing of worker 0's push shows until its last
+  // slice: then it applies as one update, stamped with the tau of that
+  // moment (version 2 - base 0).
   const std::vector<float> g(2, 1.0f);
-  auto a = store.PushDense("w", 0, g, Meta(Origin(0, 9), 0, 3));
-  REQUIRE(a->tau == 1);
-  REQUIRE(a->new_version == 1);  // not advanced until the last slice
+  auto a = store.PushDense("w", 0, g, Meta(Origin(0, 9), 0, 3, 0));
+  REQUIRE(a.ok());
+  REQUIRE(a->staged);
+  REQUIRE(a->new_version == 1);
   REQUIRE(store.PushDense("w", 0, std::vector<float>(6, 0.0f), Meta(Origin(1, 2), 1, 1))
               ->new_version == 2);
-  auto b = store.PushDense("w", 4, g, Meta(Origin(0, 9), 0, 3));
-  REQUIRE(b->tau == 1);
+  auto b = store.PushDense("w", 4, g, Meta(Origin(0, 9), 0, 3, 2));
+  REQUIRE(b->staged);
   REQUIRE(b->new_version == 2);
-  auto c = store.PushDense("w", 2, g, Meta(Origin(0, 9), 0, 3));
-  REQUIRE(c->tau == 1);
+  REQUIRE(PullAll(store, "w", {0, 6}) == std::vector<float>(6, 0.0f));
+  auto c = store.PushDense("w", 2, g, Meta(Origin(0, 9), 0, 3, 1));
+  REQUIRE(!c->staged);
+  REQUIRE(c->accepted);
+  REQUIRE(c->tau == 2);
   REQUIRE(c->new_version == 3);
   REQUIRE(PullAll(store, "w", {0, 6}) == std::vector<float>(6, -1.0f));
   REQUIRE(StatsOf(store.Stats("w")).pushes == 3);
+  // The same slice again is answered, not applied.
+  auto again = store.PushDense("w", 2, g, Meta(Origin(0, 9), 0, 3, 1));
+  REQUIRE(again->duplicate);
+  REQUIRE(again->new_version == 3);
+  REQUIRE(PullAll(store, "w", {0, 6}) == std::vector<float>(6, -1.0f));
+}
+
+TEST_CASE("a refused slice leaves the whole push unapplied") {
+  ParameterStore store(0, 1);
+  bool created = false;
+  REQUIRE(store.CreateTable(DenseSgd("w", 6), true, &created).ok());
+  const std::vector<float> g(2, 1.0f);
+  std::vector<float> bad(2, 1.0f);
+  bad[1] = std::nanf("");
+  REQUIRE(store.PushDense("w", 0, g, Meta(Origin(0, 4), 0, 3, 0))->staged);
+  REQUIRE(store.PushDense("w", 2, g, Meta(Origin(0, 4), 0, 3, 1))->staged);
+  const auto refused = store.PushDense("w", 4, bad, Meta(Origin(0, 4), 0, 3, 2));
+  REQUIRE(refused.status().code() == absl::StatusCode::kInvalidArgument);
+  // A retry of an earlier slice gets the push's refusal, naming the slice.
+  const auto late = store.PushDense("w", 0, g, Meta(Origin(0, 4), 0, 3, 0));
+  REQUIRE(late.status().code() == absl::StatusCode::kInvalidArgument);
+  REQUIRE(absl::StrContains(late.status().message(), "slice 2 of 3"));
+  REQUIRE(store.GetTable("w")->version == 0);
+  REQUIRE(PullAll(store, "w", {0, 6}) == std::vector<float>(6, 0.0f));
+  REQUIRE(StatsOf(store.Stats("w")).pushes == 0);
 }
 
 TEST_CASE("sparse rows are born by the deterministic initializer") {

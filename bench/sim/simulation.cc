@@ -339,6 +339,7 @@ absl::Status Simulator::Push(Worker& w) {
     if (w.encode_failed) break;  // nothing to send
     meta.base_version = w.base_versions[slice.shard];
     meta.slices = slice.slices_in_shard;
+    meta.slice_index = slice.index_in_shard;
     absl::StatusOr<PushOutcome> outcome = stores_[slice.shard]->PushDense(
         kTable, slice.offset,
         absl::MakeConstSpan(w.grad.data() + slice.offset, slice.count), meta);
@@ -346,7 +347,8 @@ absl::Status Simulator::Push(Worker& w) {
       refused = true;
       continue;
     }
-    if (seen[slice.shard]) continue;  // later slices repeat the stamp
+    if (outcome->staged) continue;  // the push's last slice answers for it
+    if (seen[slice.shard]) continue;
     seen[slice.shard] = true;
     tau = std::max(tau, outcome->tau);
     accepted = accepted && outcome->accepted;

@@ -224,6 +224,7 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseImpl(
     *request.mutable_origin() = origin;
     request.set_base_version(base[slice.shard]);
     request.set_slices_in_push(slice.slices_in_shard);
+    request.set_slice_index(slice.index_in_shard);
     request.set_clock(clock);
     request.set_push_norm_sq(norm_sq);
     Call<v1::PushDenseRequest, v1::PushResponse>(
@@ -239,13 +240,15 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseImpl(
             NoteIncarnation(slice.shard, response->server_incarnation());
             absl::MutexLock lock(&state->mu);
             ShardPushResult& r = state->result.shards[slice.shard];
-            const bool first = !r.touched;
             r.touched = true;
-            r.accepted = (first || r.accepted) && response->accepted();
-            r.tau = response->tau();
-            r.lr_factor = response->lr_factor();
-            r.new_version = std::max(r.new_version, response->new_version());
-            if (!response->reject_reason().empty()) {
+            r.duplicate = r.duplicate || response->duplicate();
+            // The push's answer is its last slice's; the others were only
+            // kept until then (staged).
+            if (!response->staged()) {
+              r.accepted = response->accepted();
+              r.tau = response->tau();
+              r.lr_factor = response->lr_factor();
+              r.new_version = response->new_version();
               r.reject_reason = response->reject_reason();
             }
           }

@@ -50,7 +50,19 @@ struct RetryPolicy {
   absl::Duration Backoff(int attempt, uint64_t salt) const;
 };
 
-// One logical unary call: attempts it, and on UNAVAILABLE waits a backoff on
+// Calls that may be resent when their deadline passed without an answer:
+// pushes, which a shard applies at most once per (worker, incarnation, seq)
+// and answers again when it sees one twice. Pulls are not: a pull that
+// waits for its policy (a sync step) waits at most its deadline by design.
+template <typename Request>
+inline constexpr bool kResendOnDeadline = false;
+template <>
+inline constexpr bool kResendOnDeadline<v1::PushDenseRequest> = true;
+template <>
+inline constexpr bool kResendOnDeadline<v1::PushSparseRequest> = true;
+
+// One logical unary call: attempts it, and on UNAVAILABLE (or, for pushes,
+// DEADLINE_EXCEEDED; see kResendOnDeadline) waits a backoff on
 // `runner` and tries again on a (possibly different) channel, until it
 // succeeds, fails otherwise, or runs out of attempts. `done` runs exactly once
 // with the final status and the response (valid only during the callback).
@@ -95,8 +107,11 @@ class RetryingCall
   }
 
   void OnDone(grpc::Status status) {
-    if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-        attempts_ < policy_.max_attempts) {
+    const bool transient =
+        status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+        (kResendOnDeadline<Request> &&
+         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+    if (transient && attempts_ < policy_.max_attempts) {
       auto self = this->shared_from_this();
       runner_->RunAfter(
           policy_.Backoff(attempts_, reinterpret_cast<uintptr_t>(this)),

@@ -22,7 +22,8 @@ std::vector<DenseSlice> PlanDenseSlices(uint64_t size, uint32_t num_shards,
     for (uint64_t p = 0; p < pieces; ++p) {
       const uint64_t count = base + (p < extra ? 1 : 0);
       slices.push_back(DenseSlice{shard, offset, count,
-                                  static_cast<uint32_t>(pieces)});
+                                  static_cast<uint32_t>(pieces),
+                                  static_cast<uint32_t>(p)});
       offset += count;
     }
   }

@@ -22,6 +22,7 @@ struct DenseSlice {
   uint64_t offset = 0;  // global element offset
   uint64_t count = 0;
   uint32_t slices_in_shard = 1;  // slices the shard's part was cut into
+  uint32_t index_in_shard = 0;   // this slice's place among them
 };
 
 // Slices covering [0, size) for `num_shards` shards, in shard order.

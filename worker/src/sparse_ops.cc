@@ -286,6 +286,7 @@ absl::StatusOr<PushResult> GrpcClient::PushSparse(
             r.lr_factor = response->lr_factor();
             r.new_version = response->new_version();
             r.reject_reason = response->reject_reason();
+            r.duplicate = response->duplicate();
             if (with_rows) {
               r.row_tau_rows = response->row_tau_rows();
               r.row_tau_mean = response->row_tau_mean();

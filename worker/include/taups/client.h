@@ -109,6 +109,9 @@ struct ShardPushResult {
   float lr_factor = 1.0f;
   uint64_t new_version = 0;
   std::string reject_reason;
+  // The shard had seen this push before (a retry whose first answer was
+  // lost): it answered again and applied nothing now.
+  bool duplicate = false;
   // Sparse pushes with row versions (see PushResult::row_taus): the rows
   // this shard measured (keys with a row and a known base), their mean and
   // largest tau, and how many were evicted or expired since the pull.

@@ -1,0 +1,173 @@
+// Partition: one table's part on one shard, and the one place its state
+// changes.
+//
+// A partition owns the part's storage (values and optimizer state), its
+// consistency policy with the version clock, the slices of pushes still
+// arriving (StagedPushes) and the answers to recent pushes (DedupWindow).
+// Every change — a push, a step closed by a timeout or by membership, a
+// policy change, a restore — runs on one ordered apply path: callers queue,
+// and the first in the queue applies the whole queued group in order under
+// the state lock taken once (leveldb's DBImpl::Write groups its writers the
+// same way), then wakes the others with their answers. So there is always a
+// point where values, version, policy state and dedup window agree: reads
+// (pulls, Snapshot) take the state lock shared and see one such point.
+//
+// A push reaches the partition as slices (PushSlice) that the caller has
+// validated (range, keys, finite values, max_abs measured). Per slice:
+//   1. a seen (worker, incarnation, seq) is answered from the DedupWindow
+//      with duplicate = true, and nothing changes;
+//   2. a slice of a k-slice push (k > 1) is staged until its k-th distinct
+//      slice arrives (answer: staged = true); then the push applies as one
+//      unit, with one tau and one version step;
+//   3. the whole push goes to the policy (stamp tau, reject / down-weight,
+//      apply or gather), which refuses an update whose result would not be
+//      finite; its answer (OK or error) is recorded in the window.
+// A slice refused before it reached the partition (Refuse) drops the push's
+// staged slices and is recorded, so its other slices get the same refusal:
+// a push is applied whole or not at all.
+//
+// Thread-safe. Lock order: queue_mu_ (never held while applying), then
+// state_mu_, then the controller's and the table's own locks.
+#ifndef TAUPS_SERVER_PARTITION_H_
+#define TAUPS_SERVER_PARTITION_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "server/consistency_controller.h"
+#include "server/dedup_window.h"
+#include "server/push_types.h"
+#include "server/staged_pushes.h"
+#include "server/table.h"
+#include "server/table_stats.h"
+#include "taups/table_config.h"
+
+namespace taups {
+
+struct PartitionLimits {
+  // Bytes of unfinished multi-slice pushes a partition may hold.
+  uint64_t max_staged_bytes = uint64_t{1} << 30;
+  // A multi-slice push whose other slices have not come by then is dropped
+  // (and its late slices refused).
+  absl::Duration staged_push_timeout = absl::Minutes(2);
+  size_t dedup_per_incarnation = DedupWindow::kDefaultPerIncarnation;
+  size_t dedup_max_incarnations = DedupWindow::kDefaultMaxIncarnations;
+};
+
+// One validated slice of a push.
+struct PushSlice {
+  PushOrigin origin;
+  uint32_t index = 0;  // 0-based, < header.slices
+  PushHeader header;
+  GradientPart part;
+};
+
+// Everything a partition holds that outlives a restart, at one point of its
+// apply order.
+struct PartitionSnapshot {
+  uint64_t applied = 0;  // mutations applied before this point
+  TableSnapshot table;
+  PolicySnapshot policy;
+  DedupSnapshot dedup;
+};
+
+// What a pull reads, at one point of the apply order.
+struct PartitionRead {
+  uint64_t version = 0;
+  uint64_t step = 0;  // sync / semi_sync: the open step; else 0
+};
+
+class Partition {
+ public:
+  // `clock` must outlive the partition.
+  Partition(std::unique_ptr<Table> table, const Clock* clock,
+            const PartitionLimits& limits = {});
+  Partition(const Partition&) = delete;
+  Partition& operator=(const Partition&) = delete;
+
+  // The table as created (name, kind, shape, optimizer). Its consistency
+  // and staleness fields are the creation's: see consistency()/staleness().
+  const TableConfig& config() const { return table_->config(); }
+  // For shape queries and typed reads inside Read(); never mutate through it.
+  Table& table() const { return *table_; }
+
+  absl::StatusOr<PushOutcome> Push(const PushSlice& slice);
+  // The caller refused slice `index` of this push (`why`): drops its staged
+  // slices and answers `why` to any later slice of it.
+  void Refuse(const PushOrigin& origin, uint32_t index, uint32_t slices,
+              const absl::Status& why);
+
+  // Waits until the policy lets `worker` at `clock` read (or `deadline`:
+  // DEADLINE_EXCEEDED naming what it waits for), then calls read() under
+  // the state lock, shared: the version it returns is the one read() saw.
+  absl::StatusOr<PartitionRead> Read(uint32_t worker, uint64_t clock,
+                                     absl::Time deadline,
+                                     absl::FunctionRef<void()> read);
+  bool PullReady(uint32_t worker, uint64_t clock) const;
+
+  // Membership, time and admin changes, each on the apply path.
+  void SetLiveWorkers(const std::vector<uint32_t>& live, size_t ever_registered);
+  uint64_t JoinClock(uint32_t worker);
+  void Tick();
+  absl::Status SetConfig(const ConsistencyConfig& consistency,
+                         const StalenessConfig& staleness);
+
+  uint64_t version() const { return controller_.version(); }
+  uint64_t open_step() const { return controller_.open_step(); }
+  ConsistencyConfig consistency() const { return controller_.consistency(); }
+  StalenessConfig staleness() const { return controller_.staleness(); }
+  TableStats Stats() const;
+  // Mutations applied so far (the length of the apply order).
+  uint64_t applied() const;
+
+  PartitionSnapshot Snapshot() const;
+  // Replaces everything but membership with `snapshot`, on the apply path.
+  // INVALID_ARGUMENT (nothing changed) if it does not fit this table.
+  absl::Status Restore(const PartitionSnapshot& snapshot);
+
+ private:
+  struct Writer {
+    explicit Writer(absl::FunctionRef<void()> work) : work(work) {}
+    absl::FunctionRef<void()> work;
+    bool done = false;
+    absl::CondVar cv;
+  };
+  // Runs `work` on the apply path: queued, then run (by this thread or by
+  // the leader of its group) under state_mu_ held exclusively.
+  void Apply(absl::FunctionRef<void()> work);
+
+  absl::StatusOr<PushOutcome> PushLocked(const PushSlice& slice)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
+  absl::StatusOr<PushOutcome> ApplyWholeLocked(
+      const PushSlice& last, const std::vector<StagedSlice>& staged)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
+  void RecordLocked(const PushOrigin& origin,
+                    const absl::StatusOr<PushOutcome>& answer)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
+  void DropAbandonedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
+
+  const std::unique_ptr<Table> table_;
+  const Clock* const clock_;
+  const PartitionLimits limits_;
+
+  absl::Mutex queue_mu_;
+  std::deque<Writer*> queue_ ABSL_GUARDED_BY(queue_mu_);
+
+  mutable absl::Mutex state_mu_;
+  ConsistencyController controller_;  // mutated only under state_mu_
+  StagedPushes staged_ ABSL_GUARDED_BY(state_mu_);
+  DedupWindow dedup_ ABSL_GUARDED_BY(state_mu_);
+  uint64_t applied_ ABSL_GUARDED_BY(state_mu_) = 0;
+  uint64_t duplicates_ ABSL_GUARDED_BY(state_mu_) = 0;
+};
+
+}  // namespace taups
+
+#endif  // TAUPS_SERVER_PARTITION_H_

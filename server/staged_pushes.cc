@@ -1,0 +1,91 @@
+#include "server/staged_pushes.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace taups {
+
+GradientPart StagedSlice::AsPart() const {
+  GradientPart part;
+  part.offset = offset;
+  part.keys = keys;
+  part.values = values;
+  part.max_abs = max_abs;
+  return part;
+}
+
+absl::StatusOr<StagedPushes::Added> StagedPushes::Add(
+    const PushOrigin& origin, uint32_t index, const PushHeader& header,
+    const GradientPart& part, absl::Time now) {
+  if (index >= header.slices) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "slice index ", index, " of a push of ", header.slices, " slices"));
+  }
+  auto it = pushes_.find(KeyOf(origin));
+  if (it != pushes_.end()) {
+    Push& push = it->second;
+    if (!(push.header == header)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "slice ", index, " of push ", origin.seq, " from worker ",
+          origin.worker_id, " disagrees with its first slice (slices ",
+          header.slices, " vs ", push.header.slices, ", base_version ",
+          header.base_version, " vs ", push.header.base_version, ", clock ",
+          header.clock, " vs ", push.header.clock, ")"));
+    }
+    for (const StagedSlice& s : push.slices) {
+      if (s.index == index) return Added::kDuplicate;
+    }
+    if (push.slices.size() + 1 == header.slices) return Added::kComplete;
+  } else if (header.slices == 1) {
+    return Added::kComplete;
+  }
+  const uint64_t bytes = part.values.size() * sizeof(float) +
+                         part.keys.size() * sizeof(uint64_t);
+  if (bytes_ + bytes > max_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "staging slice ", index, " (", bytes, " bytes) would hold ",
+        bytes_ + bytes, " bytes of unfinished multi-slice pushes; the limit "
+        "is ", max_bytes_, " (--max_staged_mb)"));
+  }
+  if (it == pushes_.end()) {
+    it = pushes_.emplace(KeyOf(origin), Push{header, now, {}, 0}).first;
+  }
+  StagedSlice& slice = it->second.slices.emplace_back();
+  slice.index = index;
+  slice.offset = part.offset;
+  slice.keys.assign(part.keys.begin(), part.keys.end());
+  slice.values.assign(part.values.begin(), part.values.end());
+  slice.max_abs = part.max_abs;
+  it->second.bytes += bytes;
+  bytes_ += bytes;
+  return Added::kStaged;
+}
+
+std::vector<StagedSlice> StagedPushes::Take(const PushOrigin& origin) {
+  auto it = pushes_.find(KeyOf(origin));
+  if (it == pushes_.end()) return {};
+  std::vector<StagedSlice> slices = std::move(it->second.slices);
+  bytes_ -= it->second.bytes;
+  pushes_.erase(it);
+  std::sort(slices.begin(), slices.end(),
+            [](const StagedSlice& a, const StagedSlice& b) {
+              return a.index < b.index;
+            });
+  return slices;
+}
+
+void StagedPushes::Drop(const PushOrigin& origin) { Take(origin); }
+
+std::vector<PushOrigin> StagedPushes::Older(absl::Time cutoff) const {
+  std::vector<PushOrigin> old;
+  for (const auto& [key, push] : pushes_) {
+    if (push.first_seen < cutoff) {
+      old.push_back(PushOrigin{std::get<0>(key), std::get<1>(key),
+                               std::get<2>(key)});
+    }
+  }
+  return old;
+}
+
+}  // namespace taups
