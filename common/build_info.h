@@ -9,6 +9,7 @@
 #define TAUPS_COMMON_BUILD_INFO_H_
 
 #include <string>
+
 #include "absl/strings/string_view.h"
 
 namespace taups {

@@ -55,7 +55,8 @@ bool WantsHelp(int argc, char** argv) {
   return false;
 }
 
-std::string FlagHelpText(absl::string_view usage) {
+std::string FlagHelpText(absl::string_view usage,
+                         absl::Span<const FlagRange> ranges) {
   std::vector<const absl::CommandLineFlag*> flags;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
     if (!flag->IsRetired() && !DefinedByAbseil(flag->Filename())) {
@@ -69,8 +70,15 @@ std::string FlagHelpText(absl::string_view usage) {
   std::string out = absl::StrCat(usage, "\n\nFlags:\n");
   for (const absl::CommandLineFlag* flag : flags) {
     const std::string default_value = flag->DefaultValue();
+    std::string allowed;
+    for (const FlagRange& range : ranges) {
+      if (range.flag == flag->Name()) {
+        allowed = absl::StrCat("; allowed ", FormatFlagRange(range));
+      }
+    }
     absl::StrAppend(&out, "  --", flag->Name(), "  (default: ",
-                    default_value.empty() ? "\"\"" : default_value, ")\n");
+                    default_value.empty() ? "\"\"" : default_value, allowed,
+                    ")\n");
     AppendWrapped(out, flag->Help(), 6);
   }
   out +=
@@ -82,7 +90,8 @@ std::string FlagHelpText(absl::string_view usage) {
 
 std::vector<char*> ParseCommandLineOrExit(int argc, char** argv,
                                           absl::string_view program,
-                                          absl::string_view usage) {
+                                          absl::string_view usage,
+                                          absl::Span<const FlagRange> ranges) {
   SetUsage(usage);
   // SetFlagsUsageConfig() replaces only the fields that are set.
   absl::FlagsUsageConfig config;
@@ -90,7 +99,7 @@ std::vector<char*> ParseCommandLineOrExit(int argc, char** argv,
   config.version_string = [version] { return version; };
   absl::SetFlagsUsageConfig(config);
   if (WantsHelp(argc, argv)) {
-    std::fputs(FlagHelpText(usage).c_str(), stdout);
+    std::fputs(FlagHelpText(usage, ranges).c_str(), stdout);
     std::fflush(stdout);
     std::exit(0);
   }

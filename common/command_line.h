@@ -14,8 +14,11 @@
 #define TAUPS_COMMON_COMMAND_LINE_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "common/flag_checks.h"
 
 namespace taups {
 
@@ -26,14 +29,17 @@ namespace taups {
 inline constexpr int kExitBadFlags = 2;
 
 // Handles help and version as above, then parses. Returns the positional
-// arguments, argv[0] first.
-std::vector<char*> ParseCommandLineOrExit(int argc, char** argv,
-                                          absl::string_view program,
-                                          absl::string_view usage);
+// arguments, argv[0] first. `ranges` (the program's CheckNumericFlags list)
+// only adds each flag's allowed values to --help.
+std::vector<char*> ParseCommandLineOrExit(
+    int argc, char** argv, absl::string_view program, absl::string_view usage,
+    absl::Span<const FlagRange> ranges = {});
 
 // The text --help prints: `usage`, then each flag defined outside Abseil,
-// sorted by name, with its default and help, wrapped to 80 columns.
-std::string FlagHelpText(absl::string_view usage);
+// sorted by name, with its default, its range when `ranges` has one, and
+// its help, wrapped to 80 columns.
+std::string FlagHelpText(absl::string_view usage,
+                         absl::Span<const FlagRange> ranges = {});
 
 // True when argv (before a bare "--") asks for help.
 bool WantsHelp(int argc, char** argv);

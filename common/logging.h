@@ -21,10 +21,10 @@
 #define TAUPS_COMMON_LOGGING_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "spdlog/common.h"
 
 namespace taups {

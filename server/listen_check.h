@@ -9,9 +9,8 @@
 #ifndef TAUPS_SERVER_LISTEN_CHECK_H_
 #define TAUPS_SERVER_LISTEN_CHECK_H_
 
-#include "absl/strings/string_view.h"
-
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace taups {
 

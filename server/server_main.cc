@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
       "  ps_server --shard_index=0 --num_shards=2 --port=7000\n"
       "  ps_server --cluster_file=cluster.txt --shard_index=1\n"
       "Stops cleanly on SIGTERM or SIGINT. Exit status 2 for a flag out of\n"
-      "range, 1 for other failures.");
+      "range, 1 for other failures.",
+      kFlagRanges);
   taups::LogOptions log;
   log.tag = absl::StrCat("ps_server[shard ", absl::GetFlag(FLAGS_shard_index),
                          "]");

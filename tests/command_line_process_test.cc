@@ -65,6 +65,10 @@ TEST_CASE("--help exits 0 and lists the flags by name, without source paths") {
         CHECK(absl::StrContains(run.output, "\n  " + flag + "  (default: "));
       }
       CHECK(absl::StrContains(run.output, "--version"));
+      if (program == "ps_server") {
+        CHECK(absl::StrContains(
+            run.output, "\n  --port  (default: 7000; allowed [0, 65535])\n"));
+      }
       CHECK_FALSE(absl::StrContains(run.output, TAUPS_SOURCE_DIR));
       CHECK_FALSE(absl::StrContains(run.output, ".cc"));
       CHECK_FALSE(absl::StrContains(run.output, "absl"));

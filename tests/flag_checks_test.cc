@@ -101,6 +101,13 @@ TEST_CASE("--help lists flags by name with default and wrapped help") {
   INFO(help);
   CHECK(absl::StartsWith(help, "usage line\n\nFlags:\n"));
   CHECK(absl::StrContains(help, "  --test_port  (default: 7000)\n      A port.\n"));
+  // With the program's ranges, each flag's allowed values too.
+  const std::string ranged = FlagHelpText("usage line", kRanges);
+  CHECK(absl::StrContains(
+      ranged, "  --test_port  (default: 7000; allowed [0, 65535])\n"));
+  CHECK(absl::StrContains(
+      ranged, "  --test_ratio  (default: 0.5; allowed (0, 1])\n"));
+  CHECK(absl::StrContains(ranged, "  --test_name  (default: \"\")\n"));
   CHECK(absl::StrContains(help, "  --test_name  (default: \"\")\n"));
   // Sorted by name.
   CHECK(help.find("--test_name") < help.find("--test_port"));

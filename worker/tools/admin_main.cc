@@ -118,6 +118,7 @@ absl::Status Run(const std::vector<char*>& args) {
 }  // namespace taups
 
 int main(int argc, char** argv) {
+  const std::vector<taups::FlagRange> ranges = taups::AllFlagRanges();
   const std::vector<char*> args = taups::ParseCommandLineOrExit(
       argc, argv, "ps_admin",
       "ps_admin: inspect or steer a tauPS cluster.\n"
@@ -125,14 +126,15 @@ int main(int argc, char** argv) {
       "  ps_admin --servers=h:p,h:p --table=T --num_workers=N set-policy "
       "--consistency=sync|semi_sync|ssp|async [--quorum --step_timeout_s "
       "--late --ssp_bound --tau_max --downweight ...]\n"
-      "Exit status 2 for a flag out of range, 1 for other failures.");
+      "Exit status 2 for a flag out of range, 1 for other failures.",
+      ranges);
   // Results go to stdout; the client library's warnings to stderr.
   taups::LogOptions log;
   log.tag = "ps_admin";
   log.level = "warn";
   absl::Status flags = taups::SetUpLogging(log);
   taups::RouteGrpcLogsToSpdlog();
-  if (flags.ok()) flags = taups::CheckNumericFlags(taups::AllFlagRanges());
+  if (flags.ok()) flags = taups::CheckNumericFlags(ranges);
   if (!flags.ok()) {
     std::fprintf(stderr, "ps_admin: %s\n", std::string(flags.message()).c_str());
     return taups::kExitBadFlags;

@@ -260,22 +260,22 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   taups::KeepLargeBuffersMapped();
+  const std::vector<taups::FlagRange> ranges = taups::trainer::AllFlagRanges();
   taups::ParseCommandLineOrExit(
       argc, argv, "ps_worker",
       "ps_worker: trains a model against tauPS parameter servers.\n"
       "  ps_worker --servers=127.0.0.1:7000,127.0.0.1:7001 --worker_id=0 "
       "--num_workers=2 --model=mlp --steps=400\n"
       "Progress is logged to stderr; the final stdout line is a JSON summary.\n"
-      "Exit status 2 for a flag out of range, 1 for other failures.");
+      "Exit status 2 for a flag out of range, 1 for other failures.",
+      ranges);
   // Logs on stderr so stdout carries only the JSON summary.
   taups::LogOptions log;
   log.tag = absl::StrCat("ps_worker[", absl::GetFlag(FLAGS_worker_id), "]");
   log.level = absl::GetFlag(FLAGS_log_level);
   absl::Status flags = taups::SetUpLogging(log);
   taups::RouteGrpcLogsToSpdlog();
-  if (flags.ok()) {
-    flags = taups::CheckNumericFlags(taups::trainer::AllFlagRanges());
-  }
+  if (flags.ok()) flags = taups::CheckNumericFlags(ranges);
   if (!flags.ok()) {
     spdlog::error("{}", std::string(flags.message()));
     return taups::kExitBadFlags;
