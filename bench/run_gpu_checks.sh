@@ -113,8 +113,11 @@ run_test() {  # name, then Catch2 arguments
   out=$(timeout 300 "$wrappers/$name" "$@" 2>&1)
   rc=$?
   printf '=== %s %s (exit %d)\n%s\n' "$name" "$*" "$rc" "$out" >>"$tests_log"
-  grep -q 'SKIPPED' <<<"$out" && skipped=1
-  if [[ $rc -eq 0 ]]; then
+  # Exit 77: every selected case skipped (tests/test_skip.h), no device.
+  if [[ $rc -eq 77 ]] || grep -q 'SKIPPED' <<<"$out"; then skipped=1; fi
+  if [[ $rc -eq 77 ]]; then
+    note "$name $*: skipped (no usable CUDA device)"
+  elif [[ $rc -eq 0 ]]; then
     note "$name $*: passed; $(grep -E '^(All tests passed|test cases:)' <<<"$out" | tail -n 1)"
   else
     note "$name $*: FAILED (exit $rc, see tests.log)"

@@ -9,49 +9,24 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/process_harness.h"
+#include "tests/test_skip.h"
 
 namespace taups::testing {
 namespace {
 
 constexpr char kFashionMnist[] = "/usr/share/datasets/fashion-mnist";
 
-struct WorkerRun {
-  int exit_code = -1;
-  std::string json;
-  std::string output;
-};
-
-// Runs `workers` ps_worker processes against `shards` and waits for them.
-// Worker w also gets per_worker[w] when given.
-std::vector<WorkerRun> RunWorkers(
-    const TempDir& dir, const std::vector<Shard>& shards, int workers,
-    const std::vector<std::string>& args,
-    const std::vector<std::vector<std::string>>& per_worker = {}) {
-  std::vector<std::unique_ptr<Process>> processes;
-  for (int w = 0; w < workers; ++w) {
-    std::vector<std::string> argv = {
-        "--servers=" + JoinAddresses(shards), absl::StrCat("--worker_id=", w),
-        absl::StrCat("--num_workers=", workers), "--device=cpu"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    if (w < static_cast<int>(per_worker.size())) {
-      argv.insert(argv.end(), per_worker[w].begin(), per_worker[w].end());
-    }
-    processes.push_back(std::make_unique<Process>(
-        BinDir() + "/ps_worker", argv,
-        absl::StrCat(dir.path(), "/worker", w, ".log")));
+// The MLP cases need Debian's dataset-fashion-mnist; without it they skip
+// (their CTest entry is cluster_training_test_dataset).
+#define REQUIRE_FASHION_MNIST()                                              \
+  if (!std::filesystem::exists(                                              \
+          absl::StrCat(kFashionMnist, "/train-images-idx3-ubyte.gz"))) {     \
+    TAUPS_SKIP(kFashionMnist << " not present (install dataset-fashion-mnist)"); \
   }
-  std::vector<WorkerRun> runs(workers);
-  for (int w = 0; w < workers; ++w) {
-    runs[w].exit_code = processes[w]->Wait(absl::Minutes(8)).value_or(-1000);
-    runs[w].output = processes[w]->Output();
-    runs[w].json = LastJsonLine(runs[w].output);
-  }
-  return runs;
-}
 
-TEST_CASE("two shards, two async workers train the Fashion-MNIST MLP to 80%") {
-  REQUIRE(std::filesystem::exists(
-      absl::StrCat(kFashionMnist, "/train-images-idx3-ubyte.gz")));
+TEST_CASE("two shards, two async workers train the Fashion-MNIST MLP to 80%",
+          "[dataset]") {
+  REQUIRE_FASHION_MNIST();
   TempDir dir;
   std::vector<Shard> shards = StartShards(dir.path(), 2);
   const auto runs = RunWorkers(dir, shards, 2,
@@ -63,14 +38,18 @@ TEST_CASE("two shards, two async workers train the Fashion-MNIST MLP to 80%") {
     const auto accuracy = JsonNumber(run.json, "test_accuracy");
     REQUIRE(accuracy.has_value());
     CHECK(*accuracy >= 0.80);
-    // Asynchronous workers see each other's updates: the server measured
-    // staleness and sent it back.
-    REQUIRE(JsonNumber(run.json, "tau_max").has_value());
+    // Asynchronous workers see each other's updates: over 600 steps some of
+    // a worker's pushes met versions the other worker had added since its
+    // pull, and the shards said so (tau > 0).
+    CHECK(JsonNumber(run.json, "tau_max") >= 1.0);
+    CHECK(JsonNumber(run.json, "tau_mean") > 0.0);
   }
   for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
 }
 
-TEST_CASE("real processes train with int2 gradients and error feedback") {
+TEST_CASE("real processes train with int2 gradients and error feedback",
+          "[dataset]") {
+  REQUIRE_FASHION_MNIST();
   TempDir dir;
   std::vector<Shard> shards = StartShards(dir.path(), 2);
   const auto runs = RunWorkers(
@@ -90,7 +69,9 @@ TEST_CASE("real processes train with int2 gradients and error feedback") {
   for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
 }
 
-TEST_CASE("sync across real processes: one model, no staleness, straggler named") {
+TEST_CASE("sync across real processes: one model, no staleness, straggler named",
+          "[dataset]") {
+  REQUIRE_FASHION_MNIST();
   TempDir dir;
   std::vector<Shard> shards = StartShards(dir.path(), 2, {"--stats_interval_s=1"});
   const auto runs = RunWorkers(
@@ -128,6 +109,20 @@ std::vector<double> EvalValues(const std::string& json, const std::string& key) 
     values.push_back(std::stod(json.substr(at, 32)));
   }
   return values;
+}
+
+// The number after `key` (e.g. " rows=") in the last line of `log` that
+// contains `marker`; nullopt when there is none.
+std::optional<double> LastNumberAfter(const std::string& log,
+                                      const std::string& marker,
+                                      const std::string& key) {
+  const size_t line_at = log.rfind(marker);
+  if (line_at == std::string::npos) return std::nullopt;
+  const size_t end = log.find('\n', line_at);
+  const std::string line = log.substr(line_at, end - line_at);
+  const size_t at = line.find(key);
+  if (at == std::string::npos) return std::nullopt;
+  return std::stod(line.substr(at + key.size()));
 }
 
 TEST_CASE("two shards, two async workers train the DLRM CTR model") {
@@ -169,29 +164,19 @@ TEST_CASE("two shards, two async workers train the DLRM CTR model") {
     REQUIRE(aucs.size() == 2);
     CHECK(aucs[1] > aucs[0] + 0.002);
     CHECK(excesses[1] == Approx(*excess));
-    REQUIRE(JsonNumber(run.json, "tau_max").has_value());
+    CHECK(JsonNumber(run.json, "tau_max") >= 1.0);  // async: the other's pushes
   }
   for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
-  // Both shards hold embedding rows of the one shared table.
+  // Every step of each worker pushes embedding rows to both shards (a batch
+  // touches thousands of ids), and async applies each push: 2 x 200 versions
+  // of the one shared table on each shard (the stats line at shutdown).
   for (Shard& shard : shards) {
     const std::string log = shard.process->Output();
     INFO(log);
-    CHECK(log.find("table=ctr_embeddings async version=") != std::string::npos);
+    const std::string marker = "table=ctr_embeddings async";
+    CHECK(LastNumberAfter(log, marker, " version=") == 400.0);
+    CHECK(LastNumberAfter(log, marker, " pushes=") == 400.0);
   }
-}
-
-// The number after `key` (e.g. " rows=") in the last line of `log` that
-// contains `marker`; nullopt when there is none.
-std::optional<double> LastNumberAfter(const std::string& log,
-                                      const std::string& marker,
-                                      const std::string& key) {
-  const size_t line_at = log.rfind(marker);
-  if (line_at == std::string::npos) return std::nullopt;
-  const size_t end = log.find('\n', line_at);
-  const std::string line = log.substr(line_at, end - line_at);
-  const size_t at = line.find(key);
-  if (at == std::string::npos) return std::nullopt;
-  return std::stod(line.substr(at + key.size()));
 }
 
 TEST_CASE("ps_worker's --sparse_* flags bound the DLRM's embedding table") {
@@ -205,7 +190,9 @@ TEST_CASE("ps_worker's --sparse_* flags bound the DLRM's embedding table") {
   REQUIRE(runs.size() == 1);
   INFO(runs[0].output);
   REQUIRE(runs[0].exit_code == 0);
-  CHECK(JsonNumber(runs[0].json, "auc").has_value());
+  // It still learns with its rows bounded and evicted: AUC 0.651 with seed 5
+  // (chance is 0.5).
+  CHECK(JsonNumber(runs[0].json, "auc") > 0.6);
   for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
   for (Shard& shard : shards) {
     const std::string log = shard.process->Output();

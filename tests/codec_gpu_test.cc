@@ -3,10 +3,10 @@
 // size and awkward length; the same residuals under error feedback; the same
 // decoded floats; and the same refusals, word for word.
 //
-// Without a usable CUDA device every GPU test case prints "SKIPPED: no CUDA
-// device" and returns; CTest reports the test as skipped
-// (SKIP_REGULAR_EXPRESSION in tests/CMakeLists.txt). The host-only check of
-// the top-k sort key runs everywhere.
+// Without a usable CUDA device every GPU test case (tagged [cuda]) prints
+// "SKIPPED: no CUDA device" and returns, and CTest reports codec_gpu_test_cuda
+// as skipped (tests/test_skip.h). The host-only check of the top-k sort key
+// runs everywhere, in codec_gpu_test.
 #include <catch2/catch.hpp>
 #include <cuda_runtime.h>
 
@@ -26,12 +26,16 @@
 #include "common/error_feedback.h"
 #include "cuda/codec_kernels.h"
 #include "cuda/cuda_device.h"
+#include "tests/test_skip.h"
 
 namespace taups::cuda {
 namespace {
 
+using ::taups::testing::NoteSkipped;
+
 bool SkipWithoutDevice() {
   if (UsableDeviceCount() > 0) return false;
+  NoteSkipped();
   WARN("SKIPPED: no CUDA device");
   return true;
 }
@@ -275,7 +279,7 @@ TEST_CASE("the top-k sort key orders like RanksAbove", "[codec][gpu]") {
 // --- encode --------------------------------------------------------------------
 
 TEST_CASE("device blocks are the CPU's bytes for awkward lengths",
-          "[codec][gpu]") {
+          "[codec][gpu][cuda]") {
   if (SkipWithoutDevice()) return;
   INFO("device: " << Codec().device_description());
   for (uint32_t bucket : {1u, 3u, 64u, 512u}) {
@@ -304,7 +308,7 @@ TEST_CASE("device blocks are the CPU's bytes for awkward lengths",
 }
 
 TEST_CASE("device blocks are the CPU's bytes for a million values",
-          "[codec][gpu]") {
+          "[codec][gpu][cuda]") {
   if (SkipWithoutDevice()) return;
   for (Shape shape : {Shape::kNormal, Shape::kHalves}) {
     const std::vector<float> v = Values(shape, kLarge, 99);
@@ -322,7 +326,7 @@ TEST_CASE("device blocks are the CPU's bytes for a million values",
 }
 
 TEST_CASE("device top-k keeps the CPU's entries, ties and NaN included",
-          "[codec][gpu]") {
+          "[codec][gpu][cuda]") {
   if (SkipWithoutDevice()) return;
   SECTION("short inputs, every value codec and count") {
     for (uint64_t n : {uint64_t{1}, uint64_t{7}, uint64_t{100}, uint64_t{3001}}) {
@@ -376,7 +380,7 @@ TEST_CASE("device top-k keeps the CPU's entries, ties and NaN included",
 }
 
 TEST_CASE("device encoders refuse non-finite inputs like the CPU",
-          "[codec][gpu]") {
+          "[codec][gpu][cuda]") {
   if (SkipWithoutDevice()) return;
   const std::pair<float, float> kBad[] = {
       {NAN, INFINITY}, {-INFINITY, NAN}, {INFINITY, -INFINITY}};
@@ -440,7 +444,7 @@ void RequireSameFeedback(const CodecOptions& o, uint64_t n, uint64_t offset,
 }
 
 TEST_CASE("fused error feedback leaves the CPU's residual, bit for bit",
-          "[codec][gpu]") {
+          "[codec][gpu][cuda]") {
   if (SkipWithoutDevice()) return;
   SECTION("short ranges, every codec") {
     for (uint64_t n : {uint64_t{1}, uint64_t{7}, uint64_t{513}, uint64_t{3001}}) {
@@ -490,7 +494,7 @@ std::string CpuBlock(const std::vector<float>& v, const CodecOptions& o) {
 }
 
 TEST_CASE("device decoding refuses the blocks the CPU refuses",
-          "[codec][gpu]") {
+          "[codec][gpu][cuda]") {
   if (SkipWithoutDevice()) return;
   const uint64_t n = 301;
   const std::vector<float> v = Values(Shape::kNormal, n, 1);
@@ -589,7 +593,7 @@ TEST_CASE("device decoding refuses the blocks the CPU refuses",
 }
 
 TEST_CASE("device decoding matches the CPU on randomly corrupted payloads",
-          "[codec][gpu]") {
+          "[codec][gpu][cuda]") {
   if (SkipWithoutDevice()) return;
   std::mt19937_64 rng(77);
   const uint64_t n = 1000;
@@ -625,7 +629,7 @@ TEST_CASE("device decoding matches the CPU on randomly corrupted payloads",
 // --- one-off forms -------------------------------------------------------------
 
 TEST_CASE("the one-off device functions agree with DeviceCodec",
-          "[codec][gpu]") {
+          "[codec][gpu][cuda]") {
   if (SkipWithoutDevice()) return;
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   const std::vector<float> v = Values(Shape::kNormal, 777, 8);

@@ -14,14 +14,14 @@
 #include "cuda/cuda_device.h"
 #include "cuda/device_gradient.h"
 #include "tests/inproc_cluster.h"
+#include "tests/test_skip.h"
 
 namespace taups {
 namespace {
 
 TEST_CASE("a device gradient pushes exactly like the host one") {
   if (cuda::UsableDeviceCount() == 0) {
-    WARN("SKIPPED: no CUDA device");
-    return;
+    TAUPS_SKIP("no CUDA device");
   }
   InProcessCluster cluster(2);
   auto client = cluster.Connect(0, /*slice_bytes=*/1 << 16);

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -127,6 +128,63 @@ std::string JoinAddresses(const std::vector<Shard>& shards) {
   std::vector<std::string> addresses;
   for (const Shard& s : shards) addresses.push_back(s.address());
   return absl::StrJoin(addresses, ",");
+}
+
+std::vector<std::unique_ptr<Process>> StartWorkers(
+    const TempDir& dir, const std::vector<Shard>& shards, int workers,
+    const std::vector<std::string>& args,
+    const std::vector<std::vector<std::string>>& per_worker) {
+  std::vector<std::unique_ptr<Process>> processes;
+  for (int w = 0; w < workers; ++w) {
+    std::vector<std::string> argv = {
+        "--servers=" + JoinAddresses(shards), absl::StrCat("--worker_id=", w),
+        absl::StrCat("--num_workers=", workers), "--device=cpu"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    if (w < static_cast<int>(per_worker.size())) {
+      argv.insert(argv.end(), per_worker[w].begin(), per_worker[w].end());
+    }
+    processes.push_back(std::make_unique<Process>(
+        BinDir() + "/ps_worker", argv,
+        absl::StrCat(dir.path(), "/worker", w, ".log")));
+  }
+  return processes;
+}
+
+std::vector<WorkerRun> WaitForWorkers(
+    std::vector<std::unique_ptr<Process>>& workers, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::vector<WorkerRun> runs(workers.size());
+  for (size_t w = 0; w < workers.size(); ++w) {
+    runs[w].exit_code = workers[w]
+                            ->Wait(std::max(deadline - absl::Now(),
+                                            absl::ZeroDuration()))
+                            .value_or(-1000);
+    runs[w].output = workers[w]->Output();
+    runs[w].json = LastJsonLine(runs[w].output);
+  }
+  return runs;
+}
+
+std::vector<WorkerRun> RunWorkers(
+    const TempDir& dir, const std::vector<Shard>& shards, int workers,
+    const std::vector<std::string>& args,
+    const std::vector<std::vector<std::string>>& per_worker) {
+  std::vector<std::unique_ptr<Process>> processes =
+      StartWorkers(dir, shards, workers, args, per_worker);
+  return WaitForWorkers(processes);
+}
+
+std::string RunAdmin(const TempDir& dir, const std::vector<Shard>& shards,
+                     const std::vector<std::string>& args) {
+  static int runs = 0;
+  std::vector<std::string> argv = {"--servers=" + JoinAddresses(shards)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Process admin(BinDir() + "/ps_admin", argv,
+                absl::StrCat(dir.path(), "/admin", runs++, ".log"));
+  const std::optional<int> code = admin.Wait(absl::Seconds(30));
+  INFO("ps_admin " << absl::StrJoin(args, " ") << ":\n" << admin.Output());
+  REQUIRE(code == 0);
+  return admin.Output();
 }
 
 std::string LastJsonLine(const std::string& output) {

@@ -66,6 +66,36 @@ std::vector<Shard> StartShards(const std::string& dir, int num_shards,
                                const std::vector<std::string>& extra_args = {});
 std::string JoinAddresses(const std::vector<Shard>& shards);
 
+// A ps_worker run: its exit code (-1000 if it did not end in time), the
+// summary JSON line and everything it printed.
+struct WorkerRun {
+  int exit_code = -1;
+  std::string json;
+  std::string output;
+};
+
+// Starts ps_worker w = 0..workers-1 against `shards` (logs in `dir`) with
+// --servers, --worker_id, --num_workers, --device=cpu, then `args`, then
+// per_worker[w] when given. The processes run until destroyed.
+std::vector<std::unique_ptr<Process>> StartWorkers(
+    const TempDir& dir, const std::vector<Shard>& shards, int workers,
+    const std::vector<std::string>& args,
+    const std::vector<std::vector<std::string>>& per_worker = {});
+// Waits up to `timeout` for each of `workers` and collects its run.
+std::vector<WorkerRun> WaitForWorkers(
+    std::vector<std::unique_ptr<Process>>& workers,
+    absl::Duration timeout = absl::Minutes(8));
+// StartWorkers, then WaitForWorkers.
+std::vector<WorkerRun> RunWorkers(
+    const TempDir& dir, const std::vector<Shard>& shards, int workers,
+    const std::vector<std::string>& args,
+    const std::vector<std::vector<std::string>>& per_worker = {});
+
+// Runs ps_admin with `args` after --servers=<shards> and waits (up to 30 s)
+// for it; fails the test if it does not exit 0. Returns what it printed.
+std::string RunAdmin(const TempDir& dir, const std::vector<Shard>& shards,
+                     const std::vector<std::string>& args);
+
 // The last line of `output` that starts with '{' (the worker's summary).
 std::string LastJsonLine(const std::string& output);
 // A number field of a flat one-line JSON object, or nullopt.

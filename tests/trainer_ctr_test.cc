@@ -21,6 +21,7 @@
 #include "worker/trainer/math_backend.h"
 #include "worker/trainer/mlp_tower.h"
 #include "worker/trainer/zipf_sampler.h"
+#include "tests/test_skip.h"
 
 namespace taups::trainer {
 namespace {
@@ -558,9 +559,8 @@ TEST_CASE("DLRM is deterministic", "[trainer][ctr]") {
 
 TEST_CASE("DLRM on CPU and CUDA agree", "[trainer][ctr][cuda]") {
   if (!CudaDeviceAvailable()) {
-    WARN("SKIPPED: no usable CUDA device (or no CUDA in this build); "
-         "CPU/CUDA DLRM agreement not checked");
-    return;
+    TAUPS_SKIP("no usable CUDA device (or no CUDA in this build); "
+               "CPU/CUDA DLRM agreement not checked");
   }
   auto cuda = CreateMathBackend(DeviceKind::kCuda);
   REQUIRE(cuda.ok());

@@ -13,6 +13,7 @@
 #include "worker/trainer/fashion_mnist.h"
 #include "worker/trainer/idx_reader.h"
 #include "worker/trainer/shard_sampler.h"
+#include "tests/test_skip.h"
 
 namespace taups::trainer {
 namespace {
@@ -155,12 +156,11 @@ TEST_CASE("Pixel standardisation gives zero mean and unit variance",
 }
 
 TEST_CASE("Real Fashion-MNIST files load with the documented sizes",
-          "[trainer][data]") {
+          "[trainer][data][dataset]") {
   auto train = LoadFashionMnist(kDefaultFashionMnistDir, DatasetSplit::kTrain);
   if (absl::IsNotFound(train.status())) {
-    WARN("SKIPPED: " << kDefaultFashionMnistDir
-                     << " not present (install dataset-fashion-mnist)");
-    return;
+    TAUPS_SKIP(kDefaultFashionMnistDir
+               << " not present (install dataset-fashion-mnist)");
   }
   REQUIRE(train.ok());
   CHECK(train->num_examples == 60000);

@@ -18,6 +18,7 @@
 #include "worker/trainer/fashion_mnist.h"
 #include "worker/trainer/mlp_trainer.h"
 #include "worker/trainer/training_summary.h"
+#include "tests/test_skip.h"
 
 namespace taups::trainer {
 namespace {
@@ -215,10 +216,10 @@ class InMemoryClient final : public Client {
   int64_t sparse_rows_pushed_ = 0;
 };
 
-TEST_CASE("MLP training loop reaches 80% test accuracy", "[trainer][loop]") {
+TEST_CASE("MLP training loop reaches 80% test accuracy",
+          "[trainer][loop][dataset]") {
   if (!LoadFashionMnist(kDefaultFashionMnistDir, DatasetSplit::kTest).ok()) {
-    WARN("SKIPPED: Fashion-MNIST not installed at " << kDefaultFashionMnistDir);
-    return;
+    TAUPS_SKIP("Fashion-MNIST not installed at " << kDefaultFashionMnistDir);
   }
   InMemoryClient client;
   CpuMathBackend cpu;

@@ -10,6 +10,7 @@
 #include "worker/trainer/cpu_math_backend.h"
 #include "worker/trainer/deterministic_rng.h"
 #include "worker/trainer/math_backend.h"
+#include "tests/test_skip.h"
 
 namespace taups::trainer {
 namespace {
@@ -168,9 +169,8 @@ TEST_CASE("Device flag parsing and backend selection", "[trainer][math]") {
 
 TEST_CASE("CPU and CUDA Sgemm agree", "[trainer][math][cuda]") {
   if (!CudaDeviceAvailable()) {
-    WARN("SKIPPED: no usable CUDA device (or no CUDA in this build); "
-         "CPU/CUDA GEMM agreement not checked");
-    return;
+    TAUPS_SKIP("no usable CUDA device (or no CUDA in this build); "
+               "CPU/CUDA GEMM agreement not checked");
   }
   auto cuda = CreateMathBackend(DeviceKind::kCuda);
   REQUIRE(cuda.ok());

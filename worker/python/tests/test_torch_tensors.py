@@ -1,7 +1,8 @@
 """CPU torch tensors through the taups binding, against a real ps_server.
 
 Run by CTest (python_torch_test) through with_ps_server.sh (TAUPS_SERVERS);
-PYTHONPATH must hold <build>/python. Registered only when torch is there.
+PYTHONPATH must hold <build>/python. CTest runs it through run_if_torch.py,
+which reports it skipped when torch is missing.
 """
 
 import os

@@ -1,0 +1,417 @@
+// The barrier and bounded-staleness policies as a user runs them: 2
+// ps_server processes and ps_worker processes training the DLRM CTR model
+// (synthetic data: no dataset needed) on 127.0.0.1, with one worker made
+// slow. Each case checks what its policy promises (docs/CONSISTENCY.md) from
+// the shards' own counters (the Stats RPC, which `ps_admin stats` prints) and
+// the workers' summaries, and a policy change through `ps_admin set-policy`
+// takes effect on a cluster that is training.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "taups/client.h"
+#include "tests/process_harness.h"
+
+namespace taups::testing {
+namespace {
+
+constexpr int kShards = 2;
+// ps_worker --model=ctr's two tables (worker/trainer/ctr_trainer.h).
+constexpr char kDense[] = "ctr_mlp";
+constexpr char kSparse[] = "ctr_embeddings";
+// How late a shard may notice a deadline: its tick is 5 ms; the rest is
+// scheduling on a loaded 2-core machine (CI runs two tests at once; with the
+// cores 3x oversubscribed a timeout close was measured 0.163 s late).
+constexpr double kTickSlackS = 0.25;
+// ps_worker has no way to leave: a worker that finished stays live in every
+// barrier until its lease runs out. A short lease keeps that tail short.
+constexpr char kShortLease[] = "--lease_s=2";
+
+std::vector<std::string> CtrArgs(int steps) {
+  return {"--model=ctr", absl::StrCat("--steps=", steps), "--log_every=0",
+          "--eval_examples=1000", "--seed=6"};
+}
+
+std::vector<std::string> Concat(std::vector<std::string> a,
+                                const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// A client that only reads stats (it does not register as a worker).
+std::unique_ptr<Client> Observer(const std::vector<Shard>& shards) {
+  ClientOptions options;
+  for (const Shard& s : shards) options.servers.push_back(s.address());
+  options.register_worker = false;
+  options.worker_id = UINT32_MAX;
+  auto client = Client::Connect(options);
+  REQUIRE(client.ok());
+  return *std::move(client);
+}
+
+std::vector<TableShardStats> StatsOf(Client& client, const std::string& table) {
+  auto stats = client.Stats(table);
+  INFO(stats.status().ToString());
+  REQUIRE(stats.ok());
+  REQUIRE(stats->size() == static_cast<size_t>(kShards));
+  return *std::move(stats);
+}
+
+const std::vector<TableShardStats>& NoStats() {
+  static const std::vector<TableShardStats> none;
+  return none;
+}
+
+const WorkerShardStats* WorkerIn(const TableShardStats& s, uint32_t id) {
+  for (const WorkerShardStats& w : s.workers) {
+    if (w.worker_id == id) return &w;
+  }
+  return nullptr;
+}
+
+bool Exited(Process& process) {
+  return process.Wait(absl::ZeroDuration()).has_value();
+}
+
+bool AllExited(std::vector<std::unique_ptr<Process>>& workers) {
+  for (auto& w : workers) {
+    if (!Exited(*w)) return false;
+  }
+  return true;
+}
+
+// Polls `done` every 20 ms; false if it is still false after `timeout`.
+bool PollUntil(const std::function<bool()>& done, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!done()) {
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return true;
+}
+
+// The "steps closed N" that `ps_admin stats` printed for `shard`.
+std::optional<uint64_t> StepsClosedShown(const std::string& shown, int shard) {
+  const size_t at = shown.find(absl::StrCat("shard ", shard, " table "));
+  if (at == std::string::npos) return std::nullopt;
+  const std::string key = "steps closed ";
+  const size_t steps = shown.find(key, at);
+  if (steps == std::string::npos) return std::nullopt;
+  const size_t begin = steps + key.size();
+  uint64_t value = 0;
+  if (!absl::SimpleAtoi(shown.substr(begin, shown.find(' ', begin) - begin),
+                        &value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+double Field(const WorkerRun& run, const std::string& key) {
+  INFO(run.output);
+  const auto value = JsonNumber(run.json, key);
+  REQUIRE(value.has_value());
+  return *value;
+}
+
+void RequireFinished(const std::vector<WorkerRun>& runs) {
+  for (const WorkerRun& run : runs) {
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+  }
+}
+
+TEST_CASE("ssp(1) across real processes: clocks and staleness stay bounded") {
+  constexpr int kWorkers = 2;
+  constexpr uint64_t kBound = 1;
+  constexpr int kSteps = 120;
+  TempDir dir;
+  std::vector<Shard> shards = StartShards(dir.path(), kShards);
+  // Worker 1 takes 4x as long per step; unbounded (async) the fast one would
+  // finish far ahead and worker 1's pushes would see tau of about 4.
+  auto workers = StartWorkers(
+      dir, shards, kWorkers,
+      Concat(CtrArgs(kSteps),
+             {"--consistency=ssp", absl::StrCat("--ssp_bound=", kBound)}),
+      {{}, {"--slowdown=4"}});
+  auto observer = Observer(shards);
+  // The shards' view of the worker clocks while they train. A pull at clock
+  // c waits until every live worker reached c - s, and the shard counts a
+  // worker's clock up when it pushes, so no two clocks differ by more than
+  // s + 1 (the fast worker's push of the step it was let into).
+  uint64_t widest_gap = 0;
+  int samples = 0;
+  while (!AllExited(workers)) {
+    auto stats = observer->Stats(kDense);  // NOT_FOUND until created
+    for (const TableShardStats& s : stats.ok() ? *stats : NoStats()) {
+      const WorkerShardStats* w0 = WorkerIn(s, 0);
+      const WorkerShardStats* w1 = WorkerIn(s, 1);
+      if (w0 == nullptr || w1 == nullptr || !w0->live || !w1->live) continue;
+      widest_gap = std::max(widest_gap, std::max(w0->clock, w1->clock) -
+                                            std::min(w0->clock, w1->clock));
+      ++samples;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  const std::vector<WorkerRun> runs = WaitForWorkers(workers);
+  RequireFinished(runs);
+  CHECK(samples >= 20);
+  CHECK(widest_gap <= kBound + 1);
+  // Between a worker's pull at clock c and its push, another worker can push
+  // at most its steps c - s .. c + s: tau <= (workers - 1) * (2s + 1).
+  const double tau_bound = (kWorkers - 1) * (2 * kBound + 1);
+  for (const WorkerRun& run : runs) CHECK(Field(run, "tau_max") <= tau_bound);
+  // Held back by the bound, the fast worker ran at the slow one's pace: it
+  // finished at most s + 1 of the slow worker's steps earlier (plus start-up
+  // skew, hence 20%), not ~4x faster.
+  CHECK(Field(runs[0], "samples_per_sec") <
+        1.2 * Field(runs[1], "samples_per_sec"));
+  // SSP applies every push at once: one version per push, every step of
+  // every worker, on both tables of both shards.
+  for (const std::string table : {kDense, kSparse}) {
+    for (const TableShardStats& s : StatsOf(*observer, table)) {
+      INFO("shard " << s.shard << " table " << table);
+      CHECK(s.pushes == uint64_t{kWorkers * kSteps});
+      CHECK(s.version == s.pushes);
+      CHECK(s.rejected == 0);
+      CHECK(s.tau_max <= tau_bound);
+      // Every step counted (a worker that registers after the other ran
+      // ahead alone joins at that one's clock, so it may end above kSteps).
+      for (uint32_t w = 0; w < kWorkers; ++w) {
+        REQUIRE(WorkerIn(s, w) != nullptr);
+        CHECK(WorkerIn(s, w)->clock >= uint64_t{kSteps});
+        CHECK(WorkerIn(s, w)->pushes == uint64_t{kSteps});
+      }
+    }
+  }
+  for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
+}
+
+TEST_CASE("semi_sync across real processes: a quorum closes steps without "
+          "the straggler") {
+  constexpr int kWorkers = 3;
+  constexpr int kSteps = 60;
+  TempDir dir;
+  std::vector<Shard> shards = StartShards(dir.path(), kShards, {kShortLease});
+  // quorum 0.5 of 3 live workers: ceil(1.5) = 2 arrivals close a step, so
+  // the two fast workers need not wait for worker 2 (8x slower), whose
+  // pushes for steps already closed are dropped. Worker 2 trains until it is
+  // stopped; the checks read the shards when the fast workers are done.
+  auto workers = StartWorkers(
+      dir, shards, kWorkers,
+      Concat(CtrArgs(kSteps),
+             {"--consistency=semi_sync", "--quorum=0.5", "--late=drop"}),
+      {{}, {}, {"--slowdown=8", "--steps=100000"}});
+  REQUIRE(PollUntil([&] { return Exited(*workers[0]) && Exited(*workers[1]); },
+                    absl::Minutes(3)));
+  auto observer = Observer(shards);
+  const std::vector<TableShardStats> dense = StatsOf(*observer, kDense);
+  const std::vector<TableShardStats> sparse = StatsOf(*observer, kSparse);
+  REQUIRE_FALSE(Exited(*workers[2]));
+  workers[2]->Stop();
+  for (const std::vector<TableShardStats>* table : {&dense, &sparse}) {
+    for (const TableShardStats& s : *table) {
+      INFO("shard " << s.shard << (table == &dense ? " dense" : " sparse"));
+      REQUIRE(s.live_workers == uint32_t{kWorkers});
+      // One mean update per closed step, each closed by its quorum (there
+      // is no timeout); late pushes changed nothing (late=drop).
+      CHECK(s.steps_closed >= uint64_t{kSteps});
+      CHECK(s.version == s.steps_closed);
+      CHECK(s.timeout_closes == 0);
+      CHECK(s.rejected == 0);  // no tau_max: nothing refused for staleness
+      // Every closed step had at least 2 of the 3 workers on time (each at
+      // most once per step, the open step included).
+      const uint64_t on_time = s.pushes - s.late;
+      CHECK(on_time >= 2 * s.steps_closed);
+      CHECK(on_time <= 3 * (s.steps_closed + 1));
+      // The straggler missed steps and its late pushes were refused; the
+      // fast workers kept their own pace, not its.
+      const WorkerShardStats* fast = WorkerIn(s, 0);
+      const WorkerShardStats* slow = WorkerIn(s, 2);
+      REQUIRE(fast != nullptr);
+      REQUIRE(slow != nullptr);
+      CHECK(s.late > 0);
+      CHECK(slow->missed_steps > 0);
+      CHECK(fast->pushes >= uint64_t{kSteps});
+      CHECK(2 * slow->pushes < fast->pushes);
+    }
+  }
+  for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
+}
+
+// (step, seconds from open to close, reason) of every step a shard logged
+// closing for `table` (ps_server --log_level=debug).
+struct StepClose {
+  uint64_t step = 0;
+  double wait_s = 0;
+  std::string reason;
+};
+std::vector<StepClose> StepCloses(const std::string& log,
+                                  const std::string& table) {
+  std::vector<StepClose> closes;
+  const std::string marker = "table '" + table + "': step ";
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    const size_t at = line.find(marker);
+    if (at == absl::string_view::npos) continue;
+    line.remove_prefix(at + marker.size());
+    const size_t after = line.find(" closed after ");
+    const size_t open = line.find(" (");
+    const size_t close = line.find(')');
+    if (after == absl::string_view::npos || open == absl::string_view::npos ||
+        close == absl::string_view::npos || open < after) {
+      continue;
+    }
+    StepClose c;
+    absl::Duration wait;
+    const absl::string_view wait_text =
+        line.substr(after + 14, open - after - 14);
+    if (!absl::SimpleAtoi(line.substr(0, after), &c.step) ||
+        !absl::ParseDuration(wait_text, &wait)) {
+      FAIL("unreadable step line: " << line);
+    }
+    c.wait_s = absl::ToDoubleSeconds(wait);
+    c.reason = std::string(line.substr(open + 2, close - open - 2));
+    closes.push_back(c);
+  }
+  return closes;
+}
+
+TEST_CASE("semi_sync across real processes: a step closes at its timeout") {
+  constexpr int kWorkers = 2;
+  constexpr int kSteps = 30;
+  constexpr double kTimeoutS = 0.2;
+  TempDir dir;
+  std::vector<Shard> shards =
+      StartShards(dir.path(), kShards, {kShortLease, "--log_level=debug"});
+  // quorum 1: a step needs both workers or the timeout. Worker 1's steps
+  // take 40x the compute (hundreds of ms), so steps close by timeout; it
+  // trains until it is stopped.
+  auto workers = StartWorkers(
+      dir, shards, kWorkers,
+      Concat(CtrArgs(kSteps),
+             {"--consistency=semi_sync", "--quorum=1", "--late=drop",
+              absl::StrCat("--step_timeout_s=", kTimeoutS)}),
+      {{}, {"--slowdown=40", "--steps=100000"}});
+  REQUIRE(PollUntil([&] { return Exited(*workers[0]); }, absl::Minutes(3)));
+  auto observer = Observer(shards);
+  const std::vector<TableShardStats> dense = StatsOf(*observer, kDense);
+  REQUIRE_FALSE(Exited(*workers[1]));
+  workers[1]->Stop();
+  const std::vector<WorkerRun> runs = WaitForWorkers(workers);
+  REQUIRE(runs[0].exit_code == 0);
+  for (const TableShardStats& s : dense) {
+    INFO("shard " << s.shard);
+    REQUIRE(s.live_workers == uint32_t{kWorkers});
+    CHECK(s.steps_closed >= uint64_t{kSteps});
+    CHECK(s.version == s.steps_closed);
+    CHECK(s.timeout_closes * 2 >= s.steps_closed);  // most: worker 1 is slow
+    REQUIRE(WorkerIn(s, 1) != nullptr);
+    CHECK(WorkerIn(s, 1)->missed_steps > 0);
+    CHECK(s.late > 0);
+  }
+  CHECK(Field(runs[0], "rejected_pushes") == 0);
+  for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
+  // Step by step: a timeout closes a step kTimeoutS after it opened (plus
+  // the shard's tick and scheduling), and a step closed by both arrivals
+  // closed before its timeout. Step 0 opened when the table was created,
+  // before worker 1 had registered (the start-up gate), so it is left out.
+  for (int s = 0; s < kShards; ++s) {
+    const std::string log = shards[s].process->Output();
+    const std::vector<StepClose> closes = StepCloses(log, kDense);
+    INFO("shard " << s);
+    CHECK(closes.size() >= size_t{kSteps});
+    int timeouts = 0;
+    for (const StepClose& c : closes) {
+      if (c.step == 0) continue;
+      INFO("step " << c.step << " closed after " << c.wait_s << " s ("
+                   << c.reason << ")");
+      if (c.reason == "timeout") {
+        ++timeouts;
+        CHECK(c.wait_s >= kTimeoutS);
+        CHECK(c.wait_s <= kTimeoutS + kTickSlackS);
+      } else {
+        CHECK(c.reason == "all arrived");
+        CHECK(c.wait_s <= kTimeoutS + kTickSlackS);
+      }
+    }
+    CHECK(timeouts >= kSteps / 2);
+  }
+}
+
+TEST_CASE("ps_admin set-policy turns a training cluster from async to sync") {
+  constexpr int kWorkers = 2;
+  constexpr int kSteps = 300;
+  TempDir dir;
+  std::vector<Shard> shards = StartShards(dir.path(), kShards, {kShortLease});
+  auto workers =
+      StartWorkers(dir, shards, kWorkers,
+                   Concat(CtrArgs(kSteps), {"--consistency=async"}));
+  auto observer = Observer(shards);
+  // Let them train asynchronously for a while (a quarter of their pushes).
+  REQUIRE(PollUntil(
+      [&] {
+        REQUIRE_FALSE(AllExited(workers));
+        auto stats = observer->Stats(kDense);
+        return stats.ok() && !stats->empty() &&
+               (*stats)[0].version >= uint64_t{kWorkers * kSteps / 4};
+      },
+      absl::Seconds(60)));
+  for (const std::string table : {kDense, kSparse}) {
+    const std::string out = RunAdmin(
+        dir, shards,
+        {"--table=" + table, absl::StrCat("--num_workers=", kWorkers),
+         "--consistency=sync", "set-policy"});
+    CHECK(out.find("consistency now sync") != std::string::npos);
+  }
+  const std::vector<TableShardStats> at_switch = StatsOf(*observer, kDense);
+  REQUIRE_FALSE(AllExited(workers));  // the change met a training cluster
+  for (const std::string table : {kDense, kSparse}) {
+    auto config = observer->OpenTable(table);
+    REQUIRE(config.ok());
+    CHECK(config->consistency.kind == ConsistencyKind::kSync);
+    CHECK(config->consistency.num_workers == uint32_t{kWorkers});
+  }
+  // The worker that was behind at the switch moved up to the open step and
+  // so has steps left when the other is done; read the shards then, while
+  // both are live.
+  REQUIRE(PollUntil([&] { return Exited(*workers[0]) || Exited(*workers[1]); },
+                    absl::Minutes(3)));
+  const std::vector<TableShardStats> end = StatsOf(*observer, kDense);
+  // What an operator sees: ps_admin stats reports the closed steps.
+  const std::string shown =
+      RunAdmin(dir, shards, {"--table=" + std::string(kDense), "stats"});
+  for (int s = 0; s < kShards; ++s) {
+    INFO("shard " << s);
+    REQUIRE(end[s].live_workers == uint32_t{kWorkers});
+    // Before the switch async applied every push (no steps); after it each
+    // closed step applied exactly one update, the mean of both workers.
+    CHECK(at_switch[s].version > at_switch[s].steps_closed);
+    const uint64_t versions = end[s].version - at_switch[s].version;
+    const uint64_t steps = end[s].steps_closed - at_switch[s].steps_closed;
+    const uint64_t pushes = end[s].pushes - at_switch[s].pushes;
+    CHECK(steps >= uint64_t{kSteps / 4});
+    CHECK(versions == steps);
+    CHECK(pushes >= kWorkers * steps);
+    // (The remaining worker may have closed one more step since.)
+    const std::optional<uint64_t> printed = StepsClosedShown(shown, s);
+    REQUIRE(printed.has_value());
+    CHECK(*printed >= end[s].steps_closed);
+    CHECK(*printed <= end[s].steps_closed + 1);
+  }
+  const std::vector<WorkerRun> runs = WaitForWorkers(workers);
+  RequireFinished(runs);
+  for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
+}
+
+}  // namespace
+}  // namespace taups::testing
