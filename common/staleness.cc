@@ -54,4 +54,19 @@ StalenessDecision DecideStaleness(const StalenessConfig& config, uint64_t tau,
   return decision;
 }
 
+absl::StatusOr<PushStamp> StampPush(const StalenessConfig& config,
+                                    uint64_t version, uint64_t base_version,
+                                    absl::string_view table) {
+  if (base_version > version) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "base_version ", base_version, " is ahead of this shard's version ",
+        version, " of table '", table,
+        "' (the shard restarted?); pull again before pushing"));
+  }
+  PushStamp stamp;
+  stamp.tau = version - base_version;
+  stamp.decision = DecideStaleness(config, stamp.tau, version);
+  return stamp;
+}
+
 }  // namespace taups

@@ -1,11 +1,15 @@
-// The staleness treatment of one push: whether it is accepted and the
-// learning-rate factor it gets, as pure functions of the table's
-// StalenessConfig and the push's tau. The server applies exactly these.
+// The staleness treatment of one push, in one place: its tau, whether it is
+// accepted and the learning-rate factor it gets (f(tau) x warm-up), and
+// norm clipping, as pure functions of the table's StalenessConfig. The
+// server applies exactly these.
 #ifndef TAUPS_COMMON_STALENESS_H_
 #define TAUPS_COMMON_STALENESS_H_
 
 #include <cstdint>
 #include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 #include "taups/table_config.h"
 
@@ -33,6 +37,17 @@ struct StalenessDecision {
 // `version`.
 StalenessDecision DecideStaleness(const StalenessConfig& config, uint64_t tau,
                                   uint64_t version);
+
+// A push's stamp: its tau = version - base_version and the decision for it.
+struct PushStamp {
+  uint64_t tau = 0;
+  StalenessDecision decision;
+};
+// FAILED_PRECONDITION when base_version is ahead of `version` (the pusher
+// read from a shard that has since restarted or been restored).
+absl::StatusOr<PushStamp> StampPush(const StalenessConfig& config,
+                                    uint64_t version, uint64_t base_version,
+                                    absl::string_view table);
 
 }  // namespace taups
 

@@ -1,19 +1,16 @@
-// ConsistencyController: the clock and the consistency policy of one table on
-// one shard. Every push and every pull of the table passes through it.
+// ConsistencyController: the clock and the consistency policy of one table
+// part, behind one mutex.
 //
 //   version   number of updates applied here; pulls report it, pushes carry
 //             the version they were computed on, tau = version - base.
-//   async     a push is stamped (tau, staleness decision) and applied at once.
-//   ssp(s)    like async; the worker's clock advances with each push, and a
-//             pull at clock c is ready once every live worker reached c - s.
-//   sync      pushes for the open step are summed; when every live worker has
-//             pushed, the mean is applied once (one version) and the next
-//             step opens. A pull at clock c is ready once step c-1 closed.
-//   semi_sync like sync, but the step closes at quorum or timeout; missing
-//             workers are handled by the late policy.
-// Pushes with tau > 0 get the table's staleness treatment (reject above
-// tau_max, down-weight f(tau), warm-up, clipping; delay compensation lives in
-// DenseTable).
+//
+// A push is stamped (tau, staleness decision: common/staleness.h), clipped
+// if the table clips, and handed to the table's ConsistencyPolicy
+// (consistency_policy.h: async, ssp, sync, semi_sync), which applies it,
+// gathers it into a step, or refuses it. Pulls ask the policy whether they
+// may read and wait on the mutex until they may. Policy state lives in a
+// PolicyState (policy_state.h) so an admin call can switch policies and keep
+// the clocks.
 //
 // Updates whose result would not be finite are refused (a push:
 // INVALID_ARGUMENT; a step's mean: not applied, logged and counted).
@@ -21,39 +18,27 @@
 // Thread-safe, but mutations are meant to come from one thread at a time:
 // the owning Partition calls every mutating method from its ordered apply
 // path, so pushes, step closes and policy changes happen in one sequence.
-// mu_ guards the clock, the step being gathered and the stats (pull waiters
-// read them); table applies happen under it. Lock order: the partition's
-// locks, then mu_, then table locks.
+// mu_ guards the state (pull waiters read it); table applies happen under
+// it. Lock order: the partition's locks, then mu_, then table locks.
 #ifndef TAUPS_SERVER_CONSISTENCY_CONTROLLER_H_
 #define TAUPS_SERVER_CONSISTENCY_CONTROLLER_H_
 
 #include <cstdint>
 #include <map>
-#include <memory>
-#include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "server/consistency_policy.h"
+#include "server/policy_state.h"
 #include "server/push_types.h"
 #include "server/table.h"
 #include "server/table_stats.h"
 #include "taups/table_config.h"
 
 namespace taups {
-
-// One whole push to this table part (all its slices), validated.
-struct PushArgs {
-  PushOrigin origin;
-  uint64_t base_version = 0;
-  uint64_t clock = 0;        // the step this gradient belongs to
-  double push_norm_sq = 0;   // of the whole push; 0 = unknown
-  absl::Span<const GradientPart> parts;
-};
 
 // The policy state of a controller, for a partition snapshot: the clock,
 // the settings in force, worker clocks and the step being gathered.
@@ -106,7 +91,7 @@ class ConsistencyController {
       ABSL_LOCKS_EXCLUDED(mu_);
   // The clock a (re)joining worker starts at; records it.
   uint64_t JoinClock(uint32_t worker) ABSL_LOCKS_EXCLUDED(mu_);
-  // Closes a semi-sync step whose timeout has passed.
+  // Time passed: closes a semi-sync step whose timeout has passed.
   void Tick() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Admin: changes the policy. A step being gathered is closed first (its
@@ -123,72 +108,12 @@ class ConsistencyController {
   absl::Status Import(const PolicySnapshot& snapshot) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  enum class CloseReason { kArrivals, kTimeout, kMembership, kPolicyChange };
-
-  bool barrier() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return consistency_.kind == ConsistencyKind::kSync ||
-           consistency_.kind == ConsistencyKind::kSemiSync;
+  const ConsistencyPolicy& policy() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return PolicyFor(state_.consistency.kind);
   }
-  bool PullReadyLocked(uint32_t worker, uint64_t clock) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // tau and the staleness decision for a push (changes nothing).
-  absl::StatusOr<PushOutcome> StampLocked(const PushArgs& args) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Counts a stamped push in the stats (and logs a rejection).
-  void RecordLocked(const PushArgs& args, const PushOutcome& stamp)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether applying `parts` with lr_factor keeps the table finite.
-  bool StaysFiniteLocked(absl::Span<const GradientPart> parts, float lr_factor,
-                         uint32_t worker) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  absl::Status NonFiniteError(const PushArgs& args) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  void ApplyLocked(absl::Span<const GradientPart> parts, float lr_factor,
-                   uint32_t worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<PushOutcome> PushAsyncLocked(const PushArgs& args)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<PushOutcome> PushBarrierLocked(const PushArgs& args)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<PushOutcome> PushLateLocked(const PushArgs& args,
-                                             PushOutcome stamp)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Closes the open step if its policy says so.
-  void MaybeCloseLocked(CloseReason reason, int64_t last_arrival)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CloseStepLocked(CloseReason reason, int64_t last_arrival)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string WaitingForLocked(uint64_t clock) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  uint64_t MinLiveClockLocked(int64_t excluding) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  StepBuffer& BufferOf(absl::flat_hash_map<uint32_t, std::unique_ptr<StepBuffer>>& map,
-                       uint32_t worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  Table* const table_;
-  const Clock* const clock_;
   mutable absl::Mutex mu_;
-  ConsistencyConfig consistency_ ABSL_GUARDED_BY(mu_);
-  StalenessConfig staleness_ ABSL_GUARDED_BY(mu_);
-  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
-  TableStats stats_ ABSL_GUARDED_BY(mu_);
-
-  // Membership snapshot.
-  absl::flat_hash_set<uint32_t> live_ ABSL_GUARDED_BY(mu_);
-  size_t ever_registered_ ABSL_GUARDED_BY(mu_) = 0;
-  // Worker clocks (steps completed), for SSP.
-  absl::flat_hash_map<uint32_t, uint64_t> clocks_ ABSL_GUARDED_BY(mu_);
-
-  // The step being gathered (sync / semi_sync).
-  uint64_t open_step_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Time step_opened_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<StepBuffer> step_sum_ ABSL_GUARDED_BY(mu_);
-  // Workers that pushed for the open step.
-  absl::flat_hash_set<uint32_t> arrivals_ ABSL_GUARDED_BY(mu_);
-  size_t contributed_ ABSL_GUARDED_BY(mu_) = 0;  // of those, accepted pushes
-  // reuse_last: each worker's gradient for the open step, and its last one.
-  absl::flat_hash_map<uint32_t, std::unique_ptr<StepBuffer>> current_
-      ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uint32_t, std::unique_ptr<StepBuffer>> last_
-      ABSL_GUARDED_BY(mu_);
+  PolicyState state_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace taups

@@ -1,0 +1,78 @@
+#include "server/policy_state.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace taups {
+
+PolicyState::PolicyState(Table* table, const Clock* clock)
+    : table(table),
+      clock(clock),
+      consistency(table->config().consistency),
+      staleness(table->config().staleness),
+      step_opened(clock->Now()),
+      step_sum(table->NewBuffer()) {}
+
+uint64_t PolicyState::MinLiveClock(int64_t excluding) const {
+  uint64_t min = std::numeric_limits<uint64_t>::max();
+  for (uint32_t w : live) {
+    if (static_cast<int64_t>(w) == excluding) continue;
+    auto it = clocks.find(w);
+    min = std::min(min, it == clocks.end() ? 0 : it->second);
+  }
+  return min;
+}
+
+void PolicyState::AdvanceClock(uint32_t worker, uint64_t pushed_for_step) {
+  uint64_t& c = clocks[worker];
+  c = std::max(c, pushed_for_step + 1);
+}
+
+void PolicyState::Record(const PushArgs& args, const PushOutcome& stamp) {
+  WorkerTableStats& w = stats.workers[args.origin.worker_id];
+  ++stats.pushes;
+  stats.tau.Add(static_cast<double>(stamp.tau));
+  w.tau.Add(static_cast<double>(stamp.tau));
+  if (!stamp.accepted) {
+    ++stats.rejected;
+    ++w.rejected;
+    spdlog::warn("table '{}': push from worker {} rejected: {}", name(),
+                 args.origin.worker_id, stamp.reject_reason);
+  } else if (stamp.downweighted) {
+    ++stats.downweighted;
+    ++w.downweighted;
+  }
+}
+
+bool PolicyState::StaysFinite(absl::Span<const GradientPart> parts,
+                              float lr_factor, uint32_t worker) const {
+  for (const GradientPart& part : parts) {
+    if (!table->UpdateStaysFinite(part, lr_factor, worker)) return false;
+  }
+  return true;
+}
+
+absl::Status PolicyState::NonFiniteError(const PushArgs& args) {
+  ++stats.nonfinite_refused;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "table '", name(), "': the update of push ", args.origin.seq,
+      " from worker ", args.origin.worker_id,
+      " would make parameters or optimizer state non-finite (gradient too "
+      "large for the values it meets); nothing was applied"));
+}
+
+void PolicyState::Apply(absl::Span<const GradientPart> parts, float lr_factor,
+                        uint32_t worker) {
+  for (const GradientPart& part : parts) table->Apply(part, lr_factor, worker);
+}
+
+StepBuffer& PolicyState::BufferOf(BufferMap& map, uint32_t worker) {
+  std::unique_ptr<StepBuffer>& slot = map[worker];
+  if (!slot) slot = table->NewBuffer();
+  return *slot;
+}
+
+}  // namespace taups
