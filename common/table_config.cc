@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/string_view.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace taups {
@@ -27,12 +28,14 @@ TableConfig TableConfig::Sparse(std::string name, uint32_t dim) {
 absl::Status TableConfig::Validate() const {
   if (name.empty() || name.size() > kMaxTableNameLength) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "table name must be 1..", kMaxTableNameLength, " characters"));
+        "table name ", QuotedName(name), " must be 1..", kMaxTableNameLength,
+        " characters, has ", name.size()));
   }
   for (unsigned char c : name) {
     if (!(std::isalnum(c) || c == '_' || c == '-' || c == '.' || c == '/')) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "table name '", name, "' may only hold letters, digits and _-./"));
+          "table name ", QuotedName(name),
+          " may only hold letters, digits and _-./"));
     }
   }
   if (kind == TableKind::kDense) {
@@ -78,30 +81,49 @@ absl::Status TableConfig::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "table '", name, "': learning rate must be finite and > 0, got ", lr));
   }
-  if (optimizer.kind == OptimizerKind::kAdagrad) {
-    if (!std::isfinite(optimizer.adagrad_initial_accumulator) ||
-        optimizer.adagrad_initial_accumulator < 0.0f ||
-        !std::isfinite(optimizer.adagrad_epsilon) ||
-        optimizer.adagrad_epsilon <= 0.0f) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "table '", name,
-          "': adagrad needs initial_accumulator >= 0 and epsilon > 0"));
-    }
-  }
+  // Only the hyper-parameters the chosen optimizer uses are checked; the
+  // others are ignored whatever they hold. On the wire 0 means a field's
+  // default, so a used field whose default is not 0 must not be 0 here.
   const OptimizerConfig& o = optimizer;
-  if (!(o.momentum >= 0.0f && o.momentum < 1.0f) ||
-      !(o.adam_beta1 >= 0.0f && o.adam_beta1 < 1.0f) ||
-      !(o.adam_beta2 >= 0.0f && o.adam_beta2 < 1.0f) ||
-      !(std::isfinite(o.adam_epsilon) && o.adam_epsilon > 0.0f)) {
+  auto bad = [&](absl::string_view what, float value, absl::string_view range,
+                 absl::string_view zero_hint) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "table '", name, "': momentum and Adam betas must be in [0, 1) and "
-        "Adam epsilon > 0"));
-  }
-  if (!(std::isfinite(o.ftrl_beta) && o.ftrl_beta >= 0.0f) ||
-      !(std::isfinite(o.ftrl_l1) && o.ftrl_l1 >= 0.0f) ||
-      !(std::isfinite(o.ftrl_l2) && o.ftrl_l2 >= 0.0f)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "table '", name, "': FTRL beta, l1 and l2 must be finite and >= 0"));
+        "table '", name, "': ", OptimizerKindName(o.kind), " needs ", what,
+        " in ", range, ", got ", value, zero_hint));
+  };
+  auto unit_open = [](float x) { return x > 0.0f && x < 1.0f; };
+  auto positive = [](float x) { return std::isfinite(x) && x > 0.0f; };
+  auto non_negative = [](float x) { return std::isfinite(x) && x >= 0.0f; };
+  switch (o.kind) {
+    case OptimizerKind::kSgd:
+      break;
+    case OptimizerKind::kMomentum:
+      if (!unit_open(o.momentum)) {
+        return bad("momentum", o.momentum, "(0, 1)",
+                   " (for no momentum use sgd)");
+      }
+      break;
+    case OptimizerKind::kAdagrad:
+      if (!positive(o.adagrad_initial_accumulator)) {
+        return bad("initial_accumulator", o.adagrad_initial_accumulator,
+                   "(0, inf)", "");
+      }
+      if (!positive(o.adagrad_epsilon)) {
+        return bad("epsilon", o.adagrad_epsilon, "(0, inf)", "");
+      }
+      break;
+    case OptimizerKind::kAdam:
+      if (!unit_open(o.adam_beta1)) return bad("beta1", o.adam_beta1, "(0, 1)", "");
+      if (!unit_open(o.adam_beta2)) return bad("beta2", o.adam_beta2, "(0, 1)", "");
+      if (!positive(o.adam_epsilon)) {
+        return bad("epsilon", o.adam_epsilon, "(0, inf)", "");
+      }
+      break;
+    case OptimizerKind::kFtrl:
+      if (!positive(o.ftrl_beta)) return bad("beta", o.ftrl_beta, "(0, inf)", "");
+      if (!non_negative(o.ftrl_l1)) return bad("l1", o.ftrl_l1, "[0, inf)", "");
+      if (!non_negative(o.ftrl_l2)) return bad("l2", o.ftrl_l2, "[0, inf)", "");
+      break;
   }
   if (!std::isfinite(initializer.scale) || initializer.scale < 0.0f) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -178,6 +200,17 @@ bool operator==(const TableConfig& a, const TableConfig& b) {
          a.sparse_admit_probability == b.sparse_admit_probability &&
          a.optimizer == b.optimizer && a.initializer == b.initializer &&
          a.consistency == b.consistency && a.staleness == b.staleness;
+}
+
+std::string QuotedName(absl::string_view name) {
+  const absl::string_view shown = name.substr(0, kMaxQuotedNameBytes);
+  std::string quoted = absl::StrCat("'", absl::CHexEscape(shown));
+  if (shown.size() < name.size()) {
+    absl::StrAppend(&quoted, "...' (", name.size(), " bytes)");
+  } else {
+    quoted.push_back('\'');
+  }
+  return quoted;
 }
 
 const char* TableKindName(TableKind kind) {

@@ -39,6 +39,13 @@ enum class DownweightKind {
 };
 
 // Server-side update rule applied to every accepted gradient.
+//
+// Each optimizer reads only its own hyper-parameters; Validate checks those
+// and ignores the rest. The defaults below are also what a field left 0 on
+// the wire (proto3's unset) means, so a client that sets only the kind gets
+// a working optimizer; for that reason a used field whose default is not 0
+// cannot be 0 (momentum, the Adam betas, Adagrad's initial accumulator and
+// epsilon, Adam's epsilon and FTRL's beta are > 0; FTRL's l1 and l2 >= 0).
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::kSgd;
   float learning_rate = 0.01f;
@@ -206,10 +213,19 @@ absl::Status ParseSparseEvictionKind(absl::string_view text,
 // tau. Never a real version.
 inline constexpr uint64_t kUnknownRowVersion = UINT64_MAX;
 
-// Limits that keep one request or table from exhausting a shard.
+// What any table config may hold (Validate). A shard bounds tables and
+// requests further by its own limits (server/limits.h).
 inline constexpr uint64_t kMaxDenseTableSize = uint64_t{1} << 34;  // 64 GiB fp32
 inline constexpr uint32_t kMaxSparseDim = 4096;
 inline constexpr size_t kMaxTableNameLength = 128;
+
+// Bytes of a name an error message quotes.
+inline constexpr size_t kMaxQuotedNameBytes = 64;
+// `name` as error messages quote it, whatever a request sent: in single
+// quotes, bytes outside printable ASCII escaped, cut after
+// kMaxQuotedNameBytes bytes with its full length added
+// ("'aaaa...' (1000000 bytes)").
+std::string QuotedName(absl::string_view name);
 
 }  // namespace taups
 

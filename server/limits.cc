@@ -1,0 +1,197 @@
+#include "server/limits.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "server/optimizer.h"
+#include "server/sparse_table.h"
+
+namespace taups {
+namespace {
+
+absl::Status OutOfRange(absl::string_view what, uint64_t value, uint64_t min,
+                        uint64_t max) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "limit ", what, " = ", value, " is outside [", min, ", ", max, "]"));
+}
+
+uint64_t Mb(uint64_t bytes) { return bytes >> 20; }
+
+}  // namespace
+
+absl::Status ServerLimits::Validate() const {
+  struct Check {
+    const char* what;
+    uint64_t value, min, max;
+  };
+  const Check checks[] = {
+      {"max_table_bytes", max_table_bytes, uint64_t{1} << 20, kMaxMb << 20},
+      {"max_shard_bytes", max_shard_bytes, uint64_t{1} << 20, kMaxMb << 20},
+      {"default_sparse_rows", default_sparse_rows, kMinSparseRows,
+       kMaxSparseRows},
+      {"max_tables", max_tables, 1, kMaxTables},
+      {"max_keys_per_request", max_keys_per_request, 1, kMaxKeys},
+      {"max_pull_bytes", max_pull_bytes, uint64_t{1} << 20, kMaxPullMb << 20},
+      {"max_block_values", max_block_values, 1, kMaxBlockValues},
+      {"max_name_length", max_name_length, 1, kMaxTableNameLength},
+  };
+  for (const Check& c : checks) {
+    if (c.value < c.min || c.value > c.max) {
+      return OutOfRange(c.what, c.value, c.min, c.max);
+    }
+  }
+  if (max_table_bytes > max_shard_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the per-table limit (", Mb(max_table_bytes),
+        " MiB, --max_table_mb) is above the shard's (", Mb(max_shard_bytes),
+        " MiB, --max_shard_mb)"));
+  }
+  return absl::OkStatus();
+}
+
+TableConfig WithShardBounds(const TableConfig& config,
+                            const ServerLimits& limits) {
+  if (config.kind != TableKind::kSparse || config.sparse_max_rows != 0 ||
+      config.sparse_max_bytes != 0) {
+    return config;
+  }
+  TableConfig bounded = config;
+  const uint64_t row_bytes = SparseTable::RowFootprintBytes(config);
+  // What the per-table limit buys, in whole stripes of rows.
+  const uint64_t affordable = limits.max_table_bytes / row_bytes;
+  uint64_t rows = std::min(limits.default_sparse_rows, affordable);
+  rows = std::max<uint64_t>(rows / SparseTable::kStripes * SparseTable::kStripes,
+                            SparseTable::kStripes);
+  bounded.sparse_max_rows = rows;
+  return bounded;
+}
+
+absl::StatusOr<TableCost> CostOf(const TableConfig& config,
+                                 uint64_t dense_elements) {
+  TableCost cost;
+  cost.state_floats =
+      static_cast<uint64_t>(MakeOptimizer(config.optimizer)->state_width());
+  if (config.kind == TableKind::kDense) {
+    cost.elements = dense_elements;
+    // At most 2^34 elements (Validate) times at most 4 floats: no overflow.
+    cost.bytes = 4 * dense_elements * (1 + cost.state_floats);
+    return cost;
+  }
+  absl::StatusOr<uint64_t> rows = SparseTable::RowLimit(config);
+  if (!rows.ok()) return rows.status();
+  cost.rows = *rows;
+  cost.elements = *rows;
+  cost.row_bytes = SparseTable::RowFootprintBytes(config);
+  const bool admission = config.sparse_admit_after > 1 ||
+                         config.sparse_admit_probability < 1.0f;
+  const uint64_t fixed =
+      SparseTable::kStripes *
+      (SparseTable::kStripeFixedBytes +
+       (admission ? AdmissionFilter::kSketchBytes : 0));
+  // rows <= 2^64 / row_bytes is not guaranteed for a huge max_rows:
+  // saturate instead of wrapping.
+  if (cost.rows > (UINT64_MAX - fixed) / cost.row_bytes) {
+    cost.bytes = UINT64_MAX;
+  } else {
+    cost.bytes = cost.rows * cost.row_bytes + fixed;
+  }
+  return cost;
+}
+
+absl::Status CheckTableFits(const TableConfig& config, const TableCost& cost,
+                            uint64_t reserved, uint64_t tables,
+                            const ServerLimits& limits) {
+  if (tables >= limits.max_tables) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "table ", QuotedName(config.name), " would be table ", tables + 1,
+        " on this shard, which allows ", limits.max_tables,
+        " tables (--max_tables)"));
+  }
+  std::string what;
+  if (config.kind == TableKind::kDense) {
+    what = absl::StrCat(WithThousands(cost.elements), " floats + ",
+                        cost.state_floats, " state floats each with ",
+                        OptimizerKindName(config.optimizer.kind));
+  } else {
+    what = absl::StrCat(WithThousands(cost.rows), " rows of ",
+                        WithThousands(cost.row_bytes), " bytes: dim ",
+                        config.dim, " + ", cost.state_floats,
+                        " state floats each with ",
+                        OptimizerKindName(config.optimizer.kind));
+  }
+  if (cost.bytes > limits.max_table_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "table ", QuotedName(config.name), " needs ", HumanBytes(cost.bytes),
+        " on this shard (", what, "); this shard allows ",
+        HumanBytes(limits.max_table_bytes), " per table (--max_table_mb)"));
+  }
+  if (reserved > limits.max_shard_bytes ||
+      cost.bytes > limits.max_shard_bytes - reserved) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "table ", QuotedName(config.name), " needs ", HumanBytes(cost.bytes),
+        " on this shard (", what, "); the shard's ", tables,
+        " tables hold ", HumanBytes(reserved), " of its ",
+        HumanBytes(limits.max_shard_bytes), " (--max_shard_mb)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckNameLength(absl::string_view name,
+                             const ServerLimits& limits) {
+  if (name.size() <= limits.max_name_length) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "table name ", QuotedName(name), " has ", name.size(),
+      " characters; this shard allows ", limits.max_name_length,
+      " (--max_table_name_length)"));
+}
+
+absl::Status CheckKeyCount(absl::string_view table, uint64_t keys,
+                           const ServerLimits& limits) {
+  if (keys <= limits.max_keys_per_request) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "table ", QuotedName(table), ": ", WithThousands(keys),
+      " keys in one request; this shard allows ",
+      WithThousands(limits.max_keys_per_request),
+      " (--max_keys_per_request)"));
+}
+
+absl::Status CheckPullBytes(absl::string_view table, uint64_t floats,
+                            uint64_t extra, const ServerLimits& limits) {
+  // floats <= 2^34 (a dense range) or keys (<= 2^28) x dim (<= 4096).
+  const uint64_t bytes = 4 * floats + extra;
+  if (bytes <= limits.max_pull_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "table ", QuotedName(table), ": the pull's answer would hold ",
+      HumanBytes(bytes), " (", WithThousands(floats), " floats",
+      extra > 0 ? absl::StrCat(" + ", WithThousands(extra), " bytes") : "",
+      "); this shard answers at most ", HumanBytes(limits.max_pull_bytes),
+      " per pull (--max_pull_mb)"));
+}
+
+std::string WithThousands(uint64_t n) {
+  std::string digits = absl::StrCat(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB",
+                                           "EiB"};
+  if (bytes < 1024) return absl::StrCat(bytes, " B");
+  double value = static_cast<double>(bytes) / 1024;
+  int unit = 0;
+  while (value >= 1024 && unit < 5) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f %s", value, kUnits[unit]);
+  return text;
+}
+
+}  // namespace taups

@@ -1,0 +1,119 @@
+// ServerLimits: the sizes a shard checks every table and request against
+// before it allocates anything for them, so that no request, however small
+// on the wire, can make the shard allocate more than these allow.
+//
+//   what is bounded                         limit (flag of ps_server)
+//   one table's part on this shard          max_table_bytes   (--max_table_mb)
+//   every table's part together             max_shard_bytes   (--max_shard_mb)
+//   rows of a sparse table with no bound    default_sparse_rows
+//                                                   (--sparse_default_max_rows)
+//   tables on this shard                    max_tables        (--max_tables)
+//   keys in one sparse pull or push         max_keys_per_request
+//                                                   (--max_keys_per_request)
+//   bytes of one pull's answer              max_pull_bytes    (--max_pull_mb)
+//   values one encoded block decodes to     max_block_values  (--max_block_values)
+//   characters of a table name              max_name_length   (--max_table_name_length)
+//
+// A table's part costs, on this shard:
+//   dense:  4 × elements × (1 + optimizer state floats per parameter)
+//   sparse: row limit × SparseTable::RowFootprintBytes(config), plus the
+//           stripes' fixed bytes (and admission sketches when admission is on)
+// (state floats: sgd 0, adagrad 1, momentum 1, ftrl 2, adam 3). The cost is
+// reserved when the table is created, so the sum of every table's cost never
+// passes max_shard_bytes. A sparse table created with neither sparse_max_rows
+// nor sparse_max_bytes is not unbounded here: it gets the row limit
+// default_sparse_rows, lowered to what max_table_bytes buys, and evicts
+// (sparse_eviction) beyond it like any bounded table; its config as the shard
+// reports it carries that limit in sparse_max_rows. Delay-compensation copies
+// (one range per pulling worker) and the rows of pushes staged until their
+// last slice (PartitionLimits) are bounded elsewhere and not counted here.
+//
+// A size over one of these limits is refused with RESOURCE_EXHAUSTED; a
+// malformed request (a size the table cannot hold at all) with
+// INVALID_ARGUMENT. Messages carry the numbers and name the flag.
+//
+// Plain value type with pure check functions; thread-compatible.
+#ifndef TAUPS_SERVER_LIMITS_H_
+#define TAUPS_SERVER_LIMITS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/wire_tensor.h"
+#include "taups/table_config.h"
+
+namespace taups {
+
+struct ServerLimits {
+  // Allowed ranges (Validate; ps_server's flags, in their units).
+  static constexpr uint64_t kMaxMb = uint64_t{1} << 24;  // 16 TiB
+  static constexpr uint64_t kMinSparseRows = 64;         // one per stripe
+  static constexpr uint64_t kMaxSparseRows = uint64_t{1} << 32;
+  static constexpr uint64_t kMaxTables = 1 << 16;
+  static constexpr uint64_t kMaxKeys = uint64_t{1} << 28;
+  // gRPC holds a message size in an int: 2047 MiB is the most it sends.
+  static constexpr uint64_t kMaxPullMb = 2047;
+  static constexpr uint64_t kMaxBlockValues = uint64_t{1} << 30;
+
+  uint64_t max_table_bytes = uint64_t{2} << 30;   // 2 GiB
+  uint64_t max_shard_bytes = uint64_t{16} << 30;  // 16 GiB
+  uint64_t default_sparse_rows = uint64_t{1} << 22;  // 4,194,304 rows
+  uint64_t max_tables = 1024;
+  uint64_t max_keys_per_request = uint64_t{1} << 22;
+  uint64_t max_pull_bytes = uint64_t{256} << 20;  // 256 MiB
+  uint64_t max_block_values = kMaxDecodedElements;  // 2^26
+  uint64_t max_name_length = kMaxTableNameLength;   // 128
+
+  // INVALID_ARGUMENT naming the first limit outside its range (or a table
+  // limit above the shard's).
+  absl::Status Validate() const;
+};
+
+// What one table's part costs on this shard, and why (for messages).
+struct TableCost {
+  uint64_t bytes = 0;
+  uint64_t elements = 0;     // dense: this shard's floats; sparse: rows
+  uint64_t state_floats = 0;  // per parameter
+  uint64_t row_bytes = 0;    // sparse: RowFootprintBytes
+  uint64_t rows = 0;         // sparse: the row limit the table gets here
+};
+
+// The config a table is created with on this shard: a sparse table with no
+// bound of its own gets the default row limit (see above). Dense configs,
+// and sparse ones with a bound, come back unchanged. `config` must be valid.
+TableConfig WithShardBounds(const TableConfig& config, const ServerLimits& limits);
+
+// The cost of `config` (as WithShardBounds returned it) holding
+// `dense_elements` floats of a dense table on this shard. INVALID_ARGUMENT
+// when its sparse byte budget is too small (SparseTable::RowLimit).
+absl::StatusOr<TableCost> CostOf(const TableConfig& config,
+                                 uint64_t dense_elements);
+
+// RESOURCE_EXHAUSTED when a table of `cost` does not fit the per-table
+// limit, or does not fit beside `reserved` bytes of the shard's other
+// tables, or when `tables` already reach max_tables.
+absl::Status CheckTableFits(const TableConfig& config, const TableCost& cost,
+                            uint64_t reserved, uint64_t tables,
+                            const ServerLimits& limits);
+// RESOURCE_EXHAUSTED for a name longer than max_name_length.
+absl::Status CheckNameLength(absl::string_view name, const ServerLimits& limits);
+// RESOURCE_EXHAUSTED for more than max_keys_per_request keys.
+absl::Status CheckKeyCount(absl::string_view table, uint64_t keys,
+                           const ServerLimits& limits);
+// RESOURCE_EXHAUSTED when a pull answer of `floats` values (plus `extra`
+// bytes, e.g. row versions) passes max_pull_bytes. A compressed pull's
+// scratch holds the same floats, so this bounds it too.
+absl::Status CheckPullBytes(absl::string_view table, uint64_t floats,
+                            uint64_t extra, const ServerLimits& limits);
+
+// 1,234,567
+std::string WithThousands(uint64_t n);
+// 3.7 GiB, 512.0 MiB, 12.0 KiB, 100 B
+std::string HumanBytes(uint64_t bytes);
+
+}  // namespace taups
+
+#endif  // TAUPS_SERVER_LIMITS_H_
