@@ -100,4 +100,19 @@ absl::Status SetUpLogging(const LogOptions& options) {
   return level.status();
 }
 
+void LogFailure(absl::string_view message) {
+  const std::shared_ptr<spdlog::logger> logger = spdlog::default_logger();
+  if (logger->should_log(spdlog::level::err)) {
+    logger->error("{}", std::string(message));
+    return;
+  }
+  const spdlog::details::log_msg msg(
+      logger->name(), spdlog::level::err,
+      spdlog::string_view_t(message.data(), message.size()));
+  for (const spdlog::sink_ptr& sink : logger->sinks()) {
+    sink->log(msg);
+    sink->flush();
+  }
+}
+
 }  // namespace taups

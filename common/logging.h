@@ -58,6 +58,11 @@ struct LogOptions {
 // logger is then installed at info, so the error can still be logged).
 absl::Status SetUpLogging(const LogOptions& options);
 
+// Logs `message` at error level through the default logger's sinks even
+// when its level is above error (--log_level=off), for the failure that
+// ends a program: that must never be silent.
+void LogFailure(absl::string_view message);
+
 }  // namespace taups
 
 #endif  // TAUPS_COMMON_LOGGING_H_

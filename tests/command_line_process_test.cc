@@ -163,6 +163,15 @@ TEST_CASE("an unknown log level is refused with the list; case does not matter")
     CHECK(absl::StrContains(run.output, "--log_level: unknown level 'loud'"));
     CHECK(absl::StrContains(run.output, "trace, debug, info, warn"));
   }
+  // Even with logging off, the error that ends the program is written.
+  const Run server = RunProgram("ps_server", {"--log_level=off", "--port=-1"});
+  CHECK(server.code == 2);
+  CHECK(absl::StrContains(server.output, "--port=-1 is out of range"));
+  const Run worker = RunProgram(
+      "ps_worker",
+      {"--log_level=off", "--batch_size=-1", "--servers=127.0.0.1:1"});
+  CHECK(worker.code == 2);
+  CHECK(absl::StrContains(worker.output, "--batch_size=-1 is out of range"));
   // Upper case is info: the shard logs that it serves (it used to log
   // nothing at all).
   TempDir dir;

@@ -250,6 +250,10 @@ absl::Status Run() {
   } else {
     ASSIGN_OR_RETURN(summary, RunCtrTraining(*client, *backend, options));
   }
+  // Done: the shards record this worker as having left, and a sync step no
+  // longer waits for it, instead of declaring it dead when its lease runs out.
+  const absl::Status left = client->Leave();
+  if (!left.ok()) spdlog::warn("leaving the cluster: {}", left.ToString());
   std::printf("%s\n", summary.ToJson().c_str());
   std::fflush(stdout);
   return absl::OkStatus();
@@ -277,13 +281,13 @@ int main(int argc, char** argv) {
   taups::RouteGrpcLogsToSpdlog();
   if (flags.ok()) flags = taups::CheckNumericFlags(ranges);
   if (!flags.ok()) {
-    spdlog::error("{}", std::string(flags.message()));
+    taups::LogFailure(flags.message());
     return taups::kExitBadFlags;
   }
 
   const absl::Status status = taups::trainer::Run();
   if (!status.ok()) {
-    spdlog::error("{}", status.ToString());
+    taups::LogFailure(status.ToString());
     return 1;
   }
   return 0;
