@@ -16,6 +16,8 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev catch2 libbenchmark-dev libcpp-httplib-dev
   libsystemd-dev zlib1g-dev
+  # promtool, to check the /metrics exposition in tests
+  prometheus
   # demo data, plotting
   dataset-fashion-mnist python3 python3-matplotlib
   # Python bindings and the PyTorch example (worker/python)

@@ -1,0 +1,136 @@
+#include "server/shard_metrics.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace taups {
+
+void WriteShardMetrics(const StoreStats& stats, const WireTraffic* traffic,
+                       const BuildLabels& build, MetricsWriter& out) {
+  out.Gauge("taups_build_info", "What this binary is: version, commit, build type.",
+            {{"version", build.version},
+             {"commit", build.commit},
+             {"build_type", build.build_type}},
+            1);
+  out.Gauge("taups_shard_info", "This shard's index and the shard count.",
+            {{"shard", absl::StrCat(stats.shard_index)}}, 1);
+  size_t live = 0, dead = 0, left = 0;
+  for (const WorkerStatus& w : stats.workers) {
+    if (w.live) {
+      ++live;
+    } else if (w.left) {
+      ++left;
+    } else {
+      ++dead;
+    }
+  }
+  const char* kWorkersHelp =
+      "Registered workers by state: live (lease held), dead (lease expired), "
+      "left (said goodbye).";
+  out.Gauge("taups_workers", kWorkersHelp, {{"state", "live"}}, live);
+  out.Gauge("taups_workers", kWorkersHelp, {{"state", "dead"}}, dead);
+  out.Gauge("taups_workers", kWorkersHelp, {{"state", "left"}}, left);
+  out.Counter("taups_lease_expirations_total",
+              "Workers declared dead because their lease ran out.", {},
+              stats.lease_expirations);
+  out.Counter("taups_nonfinite_gradients_total",
+              "Pushes refused because a gradient held NaN or Inf.", {},
+              stats.nonfinite_rejections);
+
+  for (const auto& [info, t] : stats.tables) {
+    const MetricLabels table = {{"table", info.config.name}};
+    out.Gauge("taups_table_version", "Updates applied to the table on this shard.",
+              table, info.version);
+    out.Gauge("taups_table_open_step",
+              "sync/semi_sync: the step being gathered (0 for other policies).",
+              table, info.open_step);
+    out.Counter("taups_pushes_total", "Pushes stamped (accepted or not).", table,
+                t.pushes);
+    out.Counter("taups_push_rejected_total",
+                "Pushes refused as too stale (tau above tau_max).", table,
+                t.rejected);
+    out.Counter("taups_push_downweighted_total",
+                "Pushes applied with a learning rate scaled down by f(tau).",
+                table, t.downweighted);
+    out.Counter("taups_push_late_total",
+                "Pushes for a sync/semi-sync step that had already closed.",
+                table, t.late);
+    out.Counter("taups_push_duplicates_total",
+                "Pushes or slices seen before, answered again and not applied.",
+                table, t.duplicates);
+    out.Counter("taups_push_nonfinite_refused_total",
+                "Updates refused because their result would not be finite.",
+                table, t.nonfinite_refused);
+    out.Histogram("taups_staleness",
+                  "Staleness tau (versions) of the pushes, at arrival.", table,
+                  t.tau);
+    out.Histogram("taups_sparse_row_staleness",
+                  "Per-row staleness of sparse pushes that carried row versions.",
+                  table, t.row_tau);
+    out.Counter("taups_steps_closed_total",
+                "sync/semi_sync steps closed (each applies one mean update).",
+                table, t.steps_closed);
+    out.Counter("taups_step_timeout_closes_total",
+                "semi_sync steps closed by the timeout rather than by quorum.",
+                table, t.timeout_closes);
+    out.Histogram("taups_step_wait_seconds",
+                  "Time from a step opening to its closing.", table, t.step_wait_s);
+    out.Gauge("taups_step_straggler_worker",
+              "The worker whose arrival closed the last step (-1: none yet).",
+              table, static_cast<double>(t.last_straggler));
+    for (const auto& [worker, w] : t.workers) {
+      out.Counter("taups_worker_closed_steps_total",
+                  "Steps a worker's arrival closed: the straggler count.",
+                  {{"table", info.config.name}, {"worker", absl::StrCat(worker)}},
+                  w.closed_steps_as_last);
+    }
+    if (traffic != nullptr) {
+      const TableTraffic bytes = traffic->Of(info.config.name);
+      const char* kPushHelp =
+          "Gradient bytes pushed: raw (float32 size) and as received.";
+      const char* kPullHelp = "Parameter bytes pulled: raw and as sent.";
+      out.Counter("taups_push_bytes_total", kPushHelp,
+                  {{"table", info.config.name}, {"form", "raw"}},
+                  bytes.push_raw_bytes);
+      out.Counter("taups_push_bytes_total", kPushHelp,
+                  {{"table", info.config.name}, {"form", "wire"}},
+                  bytes.push_wire_bytes);
+      out.Counter("taups_pull_bytes_total", kPullHelp,
+                  {{"table", info.config.name}, {"form", "raw"}},
+                  bytes.pull_raw_bytes);
+      out.Counter("taups_pull_bytes_total", kPullHelp,
+                  {{"table", info.config.name}, {"form", "wire"}},
+                  bytes.pull_wire_bytes);
+      out.Counter("taups_bad_blocks_total",
+                  "Encoded blocks refused as malformed.", table, bytes.bad_blocks);
+    }
+    if (info.config.kind == TableKind::kSparse) {
+      out.Gauge("taups_sparse_rows", "Rows the sparse table holds on this shard.",
+                table, info.sparse_rows);
+      out.Gauge("taups_sparse_bytes", "Bytes the sparse rows' storage holds.",
+                table, info.sparse_bytes);
+      out.Gauge("taups_sparse_row_limit",
+                "Rows allowed on this shard (0: unbounded).", table,
+                info.sparse_row_limit);
+      out.Counter("taups_sparse_evictions_total",
+                  "Rows evicted to stay under the row limit.", table,
+                  info.sparse_evictions);
+      out.Counter("taups_sparse_ttl_expired_total",
+                  "Rows removed after being idle for the ttl.", table,
+                  info.sparse_ttl_expired);
+      out.Counter("taups_sparse_admission_refused_total",
+                  "Touches of keys not admitted yet.", table, info.sparse_refused);
+    }
+  }
+}
+
+MetricsRegistry::Collector ShardMetricsCollector(const ParameterStore* store,
+                                                 const WireTraffic* traffic,
+                                                 BuildLabels build) {
+  return [store, traffic, build = std::move(build)](MetricsWriter& out) {
+    WriteShardMetrics(store->Stats(), traffic, build, out);
+  };
+}
+
+}  // namespace taups

@@ -1,0 +1,59 @@
+// The shard's Prometheus series, written from the core's own figures
+// (ParameterStore::Stats, the wire traffic counters) when /metrics is
+// scraped. Names follow Prometheus' rules: base units, `_total` counters,
+// `_seconds` histograms, one `table` label (never a key or a worker id as a
+// label of a high-cardinality series: per-worker figures are limited to the
+// registered workers).
+//
+// Series (all prefixed taups_):
+//   build_info{version,commit,build_type}                      gauge 1
+//   shard_info{shard}                                          gauge 1
+//   workers{state=live|dead|left}                              gauge
+//   lease_expirations_total                                    counter
+//   nonfinite_gradients_total                                  counter
+//   table_version{table}, table_open_step{table}               gauge
+//   pushes_total{table}, push_rejected_total{table},
+//   push_downweighted_total{table}, push_late_total{table},
+//   push_duplicates_total{table}, push_nonfinite_refused_total{table}
+//                                                              counter
+//   staleness{table}                                           histogram (tau)
+//   sparse_row_staleness{table}                                histogram
+//   steps_closed_total{table}, step_timeout_closes_total{table} counter
+//   step_wait_seconds{table}                                   histogram
+//   step_straggler_worker{table}                               gauge (-1: none yet)
+//   worker_closed_steps_total{table,worker}                    counter
+//   push_bytes_total{table,form=raw|wire}, pull_bytes_total{...} counter
+//   bad_blocks_total{table}                                    counter
+//   sparse_rows{table}, sparse_bytes{table}, sparse_row_limit{table} gauge
+//   sparse_evictions_total{table}, sparse_ttl_expired_total{table},
+//   sparse_admission_refused_total{table}                      counter
+#ifndef TAUPS_SERVER_SHARD_METRICS_H_
+#define TAUPS_SERVER_SHARD_METRICS_H_
+
+#include <functional>
+
+#include "common/metrics.h"
+#include "server/parameter_store.h"
+#include "server/wire_traffic.h"
+
+namespace taups {
+
+struct BuildLabels {
+  std::string version;
+  std::string commit;
+  std::string build_type;
+};
+
+// Writes the series above for `stats` (and `traffic`, when given).
+void WriteShardMetrics(const StoreStats& stats, const WireTraffic* traffic,
+                       const BuildLabels& build, MetricsWriter& out);
+
+// A collector for MetricsRegistry::Add reading `store` (and `traffic`) at
+// each scrape; both must outlive the registry.
+MetricsRegistry::Collector ShardMetricsCollector(const ParameterStore* store,
+                                                 const WireTraffic* traffic,
+                                                 BuildLabels build);
+
+}  // namespace taups
+
+#endif  // TAUPS_SERVER_SHARD_METRICS_H_

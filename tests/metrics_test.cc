@@ -1,0 +1,180 @@
+// The Prometheus exposition: the writer's format, and a shard's /metrics
+// scraped over HTTP, checked by the real promtool and seen to move as the
+// shard works.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/metrics.h"
+#include "common/metrics_http.h"
+#include "httplib.h"
+#include "server/parameter_store.h"
+#include "server/shard_metrics.h"
+#include "server/wire_traffic.h"
+#include "tests/test_skip.h"
+
+namespace taups {
+namespace {
+
+// sample line ("name{labels}") -> value
+std::map<std::string, double> Samples(const std::string& text) {
+  std::map<std::string, double> samples;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    REQUIRE(space != absl::string_view::npos);
+    double value = 0;
+    const absl::string_view number = line.substr(space + 1);
+    if (number == "+Inf") {
+      value = HUGE_VAL;
+    } else {
+      REQUIRE(absl::SimpleAtod(number, &value));
+    }
+    samples[std::string(line.substr(0, space))] = value;
+  }
+  return samples;
+}
+
+// promtool's verdict on `text`: its exit code and what it printed.
+std::pair<int, std::string> Promtool(const std::string& text) {
+  const std::string path = absl::StrCat("/tmp/taups_metrics_", getpid(), ".txt");
+  std::ofstream(path) << text;
+  const std::string command =
+      absl::StrCat("promtool check metrics < ", path, " 2>&1");
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string output;
+  char buf[512];
+  while (fgets(buf, sizeof(buf), pipe) != nullptr) output += buf;
+  const int status = pclose(pipe);
+  std::remove(path.c_str());
+  return {WEXITSTATUS(status), output};
+}
+
+bool HavePromtool() { return std::system("promtool --version >/dev/null 2>&1") == 0; }
+
+TEST_CASE("the writer groups families, escapes labels and drops bad names") {
+  MetricsWriter w;
+  w.Counter("taups_a_total", "A.", {{"table", "x"}}, 3);
+  w.Gauge("taups_b", "B.", {}, 1.5);
+  w.Counter("taups_a_total", "A.", {{"table", "y\"\\\n"}}, 4);
+  w.Counter("9bad", "Bad name.", {}, 1);
+  w.Counter("taups_c_total", "Bad label.", {{"le", "1"}}, 1);
+  const std::string text = w.Render();
+  // One HELP/TYPE per family, its samples right after.
+  REQUIRE(text.find("# TYPE taups_a_total counter\n"
+                    "taups_a_total{table=\"x\"} 3\n"
+                    "taups_a_total{table=\"y\\\"\\\\\\n\"} 4\n") !=
+          std::string::npos);
+  REQUIRE(text.find("taups_b 1.5\n") != std::string::npos);
+  REQUIRE(text.find("9bad") == std::string::npos);
+  REQUIRE(text.find("taups_c_total") == std::string::npos);
+  REQUIRE(Samples(text).at("taups_metrics_dropped_total") == 2);
+}
+
+TEST_CASE("histograms are cumulative over a subset of the bounds, counts exact") {
+  Histogram tau(Histogram::IntegerBounds(1024));
+  std::vector<double> values = {0, 0, 1, 3, 3, 7, 100, 2000};
+  for (double v : values) tau.Add(v);
+  MetricsWriter w;
+  w.Histogram("taups_staleness", "tau", {{"table", "t"}}, tau);
+  const auto samples = Samples(w.Render());
+  // Expected cumulative counts, counted here from the values themselves.
+  for (double le : {0.0, 1.0, 2.0, 4.0, 8.0, 128.0, 1024.0}) {
+    double expected = 0;
+    for (double v : values) expected += v <= le ? 1 : 0;
+    const std::string key =
+        absl::StrCat("taups_staleness_bucket{table=\"t\",le=\"", le, "\"}");
+    INFO(key);
+    REQUIRE(samples.count(key) == 1);
+    REQUIRE(samples.at(key) == expected);
+  }
+  REQUIRE(samples.at("taups_staleness_bucket{table=\"t\",le=\"+Inf\"}") == 8);
+  REQUIRE(samples.at("taups_staleness_count{table=\"t\"}") == 8);
+  REQUIRE(samples.at("taups_staleness_sum{table=\"t\"}") == 2114);
+  size_t buckets = 0;
+  for (const auto& [key, value] : samples) buckets += key.find("_bucket") != std::string::npos;
+  REQUIRE(buckets <= 17);
+}
+
+TEST_CASE("a shard's /metrics passes promtool and moves as the shard works",
+          "[promtool]") {
+  if (!HavePromtool()) TAUPS_SKIP("promtool not installed (Debian package prometheus)");
+  ParameterStore store(0, 1);
+  WireTraffic traffic;
+  bool created = false;
+  TableConfig dense = TableConfig::Dense("w", 8);
+  REQUIRE(store.CreateTable(dense, true, &created).ok());
+  TableConfig sparse = TableConfig::Sparse("emb", 4);
+  sparse.sparse_max_rows = 1024;
+  REQUIRE(store.CreateTable(sparse, true, &created).ok());
+  MetricsRegistry registry;
+  registry.Add(ShardMetricsCollector(&store, &traffic, {"9.9.9", "abc", "Test"}));
+  bool ready = false;
+  auto server = MetricsHttpServer::Start({}, &registry, [&] { return ready; });
+  REQUIRE(server.ok());
+  httplib::Client http("127.0.0.1", (*server)->port());
+
+  auto scrape = [&] {
+    auto res = http.Get("/metrics");
+    REQUIRE(res);
+    REQUIRE(res->status == 200);
+    REQUIRE(res->get_header_value("Content-Type").find("text/plain") == 0);
+    return res->body;
+  };
+  REQUIRE(http.Get("/readyz")->status == 503);
+  ready = true;
+  REQUIRE(http.Get("/readyz")->status == 200);
+  REQUIRE(http.Get("/healthz")->status == 200);
+
+  const std::string before = scrape();
+  auto [code, problems] = Promtool(before);
+  INFO(problems);
+  REQUIRE(code == 0);
+  REQUIRE(problems.empty());
+  auto s0 = Samples(before);
+  REQUIRE(s0.at("taups_pushes_total{table=\"w\"}") == 0);
+  REQUIRE(s0.at("taups_build_info{version=\"9.9.9\",commit=\"abc\",build_type=\"Test\"}") == 1);
+
+  store.Register(1, 5, absl::ZeroDuration());
+  const std::vector<float> g(8, 1.0f);
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    PushMeta meta;
+    meta.origin = PushOrigin{1, 5, seq};
+    meta.base_version = seq - 1;
+    REQUIRE(store.PushDense("w", 0, g, meta).ok());
+  }
+  PushMeta stale;  // tau = 3
+  stale.origin = PushOrigin{1, 5, 4};
+  REQUIRE(store.PushDense("w", 0, g, stale).ok());
+  REQUIRE(store.PushDense("w", 0, g, stale)->duplicate);
+  traffic.CountPush("w", 32, 32, false);
+  std::vector<float> rows(8);
+  REQUIRE(store.PullSparse("emb", std::vector<uint64_t>{1, 2}, absl::MakeSpan(rows)).ok());
+
+  const std::string after = scrape();
+  auto [code_after, problems_after] = Promtool(after);
+  INFO(problems_after);
+  REQUIRE(code_after == 0);
+  auto s1 = Samples(after);
+  REQUIRE(s1.at("taups_pushes_total{table=\"w\"}") == 4);
+  REQUIRE(s1.at("taups_push_duplicates_total{table=\"w\"}") == 1);
+  REQUIRE(s1.at("taups_table_version{table=\"w\"}") == 4);
+  REQUIRE(s1.at("taups_staleness_count{table=\"w\"}") == 4);
+  REQUIRE(s1.at("taups_staleness_sum{table=\"w\"}") == 3);
+  REQUIRE(s1.at("taups_workers{state=\"live\"}") == 1);
+  REQUIRE(s1.at("taups_push_bytes_total{table=\"w\",form=\"raw\"}") == 32);
+  REQUIRE(s1.at("taups_sparse_rows{table=\"emb\"}") == 2);
+  REQUIRE(s1.at("taups_sparse_row_limit{table=\"emb\"}") == 1024);
+}
+
+}  // namespace
+}  // namespace taups
