@@ -45,6 +45,18 @@ void WriteShardMetrics(const StoreStats& stats, const WireTraffic* traffic,
     out.Gauge("taups_table_open_step",
               "sync/semi_sync: the step being gathered (0 for other policies).",
               table, info.open_step);
+    const StalenessConfig& staleness = info.config.staleness;
+    out.Gauge("taups_table_tau_max",
+              "Largest tau a push may have before it is rejected (-1: no limit).",
+              table,
+              staleness.reject_above_tau_max ? static_cast<double>(staleness.tau_max)
+                                             : -1.0);
+    out.Gauge("taups_table_staleness_bound",
+              "ssp: the bound s between worker clocks (-1 for other policies).",
+              table,
+              info.config.consistency.kind == ConsistencyKind::kSsp
+                  ? static_cast<double>(info.config.consistency.staleness_bound)
+                  : -1.0);
     out.Counter("taups_pushes_total", "Pushes stamped (accepted or not).", table,
                 t.pushes);
     out.Counter("taups_push_rejected_total",

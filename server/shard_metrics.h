@@ -12,6 +12,7 @@
 //   lease_expirations_total                                    counter
 //   nonfinite_gradients_total                                  counter
 //   table_version{table}, table_open_step{table}               gauge
+//   table_tau_max{table}, table_staleness_bound{table}         gauge (-1: none)
 //   pushes_total{table}, push_rejected_total{table},
 //   push_downweighted_total{table}, push_late_total{table},
 //   push_duplicates_total{table}, push_nonfinite_refused_total{table}

@@ -10,8 +10,13 @@
 #include <string>
 #include <vector>
 
+#include <regex>
+#include <set>
+#include <sstream>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
@@ -174,6 +179,57 @@ TEST_CASE("a shard's /metrics passes promtool and moves as the shard works",
   REQUIRE(s1.at("taups_push_bytes_total{table=\"w\",form=\"raw\"}") == 32);
   REQUIRE(s1.at("taups_sparse_rows{table=\"emb\"}") == 2);
   REQUIRE(s1.at("taups_sparse_row_limit{table=\"emb\"}") == 1024);
+}
+
+// Every taups_* series a dashboard panel or an alert rule queries is one a
+// shard exports: a typo or a renamed series fails here, not on a dark panel.
+TEST_CASE("the dashboard and the alert rules query only exported series") {
+  ParameterStore store(0, 1);
+  WireTraffic traffic;
+  bool created = false;
+  TableConfig sync = TableConfig::Dense("w", 8);
+  sync.consistency.kind = ConsistencyKind::kSync;
+  sync.consistency.num_workers = 1;
+  REQUIRE(store.CreateTable(sync, true, &created).ok());
+  REQUIRE(store.CreateTable(TableConfig::Sparse("emb", 4), true, &created).ok());
+  store.Register(1, 5, absl::ZeroDuration());
+  PushMeta meta;
+  meta.origin = PushOrigin{1, 5, 1};
+  REQUIRE(store.PushDense("w", 0, std::vector<float>(8, 1.0f), meta).ok());
+  MetricsWriter writer;
+  WriteShardMetrics(store.Stats(), &traffic, {"v", "c", "t"}, writer);
+  std::set<std::string> exported;
+  for (absl::string_view line : absl::StrSplit(writer.Render(), '\n')) {
+    if (absl::StartsWith(line, "# TYPE ")) {
+      std::vector<std::string> parts = absl::StrSplit(line, ' ');
+      REQUIRE(parts.size() == 4);
+      exported.insert(parts[2]);
+      if (parts[3] == "histogram") {
+        for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+          exported.insert(parts[2] + suffix);
+        }
+      }
+    }
+  }
+  const std::regex series("taups_[a-z0-9_]+");
+  for (const char* file : {"deploy/prometheus/taups-dashboard.json",
+                           "deploy/prometheus/taups-alerts.yml"}) {
+    std::ifstream in(absl::StrCat(TAUPS_SOURCE_DIR, "/", file));
+    REQUIRE(in.good());
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string contents = text.str();
+    size_t queried = 0;
+    for (auto it = std::sregex_iterator(contents.begin(), contents.end(), series);
+         it != std::sregex_iterator(); ++it) {
+      const std::string name = it->str();
+      INFO(file << " queries " << name);
+      REQUIRE(exported.count(name) == 1);
+      ++queried;
+    }
+    INFO(file);
+    REQUIRE(queried >= 10);
+  }
 }
 
 }  // namespace

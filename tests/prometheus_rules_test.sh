@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The alert rules in deploy/prometheus/ load (promtool check rules) and fire
+# exactly as their unit tests expect on synthetic series (promtool test
+# rules). Exit 77 (CTest: skipped) where promtool is not installed.
+set -euo pipefail
+src="${1:?usage: prometheus_rules_test.sh SOURCE_DIR}"
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "SKIPPED: promtool not installed (Debian package prometheus)"
+  exit 77
+fi
+cd "$src/deploy/prometheus"
+promtool check rules taups-alerts.yml
+cd tests
+promtool test rules taups-alerts.test.yml
