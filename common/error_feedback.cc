@@ -12,13 +12,30 @@ absl::Status ErrorFeedback::EncodeRange(absl::Span<const float> gradient,
                                         size_t offset,
                                         const CodecOptions& options,
                                         std::string* block) {
+  std::vector<float> after(gradient.size());
+  absl::Status encoded =
+      EncodeRangeInto(gradient, offset, options, block, absl::MakeSpan(after));
+  if (encoded.ok()) Store(offset, after);
+  return encoded;
+}
+
+absl::Status ErrorFeedback::EncodeRangeInto(
+    absl::Span<const float> gradient, size_t offset,
+    const CodecOptions& options, std::string* block,
+    absl::Span<float> residual_after) const {
   if (offset > residual_.size() || gradient.size() > residual_.size() - offset) {
     return absl::InvalidArgumentError(absl::StrCat(
         "error feedback: range [", offset, ", ", offset + gradient.size(),
         ") passes the tensor's ", residual_.size(), " elements"));
   }
-  float* residual = residual_.data() + offset;
-  std::vector<float> corrected(gradient.size());
+  if (residual_after.size() != gradient.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "error feedback: room for ", residual_after.size(),
+        " residual values, the range holds ", gradient.size()));
+  }
+  const float* residual = residual_.data() + offset;
+  // Holds gradient + residual first, then what encoding it loses.
+  const absl::Span<float> corrected = residual_after;
   for (size_t i = 0; i < gradient.size(); ++i) {
     corrected[i] = codec_math::FeedbackSum(gradient[i], residual[i]);
   }
@@ -27,10 +44,16 @@ absl::Status ErrorFeedback::EncodeRange(absl::Span<const float> gradient,
   absl::StatusOr<std::vector<float>> sent =
       DecodeToVector(*block, gradient.size());
   if (!sent.ok()) return sent.status();
-  for (size_t i = 0; i < gradient.size(); ++i) {
-    residual[i] = corrected[i] - (*sent)[i];
-  }
+  for (size_t i = 0; i < gradient.size(); ++i) corrected[i] -= (*sent)[i];
   return absl::OkStatus();
+}
+
+void ErrorFeedback::Store(size_t offset, absl::Span<const float> values) {
+  std::copy(values.begin(), values.end(), residual_.begin() + offset);
+}
+
+void ErrorFeedback::SwapResidual(std::vector<float>& other) {
+  residual_.swap(other);
 }
 
 void ErrorFeedback::Reset() {

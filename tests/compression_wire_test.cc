@@ -15,26 +15,13 @@
 #include "common/error_feedback.h"
 #include "common/shard_map.h"
 #include "ps.grpc.pb.h"
+#include "tests/dense_push_fixtures.h"
 #include "tests/inproc_cluster.h"
 
 namespace taups {
 namespace {
 
-constexpr float kLr = 0.5f;
-
-TableConfig DenseSgd(const std::string& name, uint64_t n) {
-  TableConfig config = TableConfig::Dense(name, n);
-  config.optimizer.learning_rate = kLr;
-  return config;
-}
-
-std::vector<float> RandomGradient(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> g(n);
-  for (float& x : g) x = normal(rng);
-  return g;
-}
+constexpr float kLr = kSgdRate;
 
 // What the shards decode from a push encoded one block per shard range.
 std::vector<float> DecodedPerShard(const std::vector<float>& g,

@@ -159,44 +159,62 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseImpl(
         "table '", name, "' accumulates gradients (accumulate_steps ",
         compress.accumulate_steps, "): push them from host memory")));
   }
-  std::vector<float> accumulated;
-  if (compress.accumulate_steps > 1) {
-    std::optional<std::vector<float>> sum = compression->Accumulate(gradient);
-    if (!sum.has_value()) {
-      compression->CountDeferred();
-      PushResult deferred;
-      deferred.shards.resize(shards_.size());
-      deferred.deferred = true;
-      return Ready<PushResult>(absl::OkStatus(), std::move(deferred));
-    }
-    accumulated = std::move(*sum);
-    gradient = accumulated;
+  std::vector<std::pair<uint64_t, uint64_t>> parts;
+  parts.reserve((*meta)->slices.size());
+  for (const DenseSlice& slice : (*meta)->slices) {
+    parts.emplace_back(slice.offset, slice.count);
   }
+  // The push holds back its changes to the residual and the accumulation
+  // buffer until the shards answer (TableCompression's comment).
+  std::unique_ptr<PendingDensePush> pending =
+      compression->StartDense(gradient, std::move(parts));
+  if (pending == nullptr) {
+    compression->CountDeferred();
+    PushResult deferred;
+    deferred.shards.resize(shards_.size());
+    deferred.deferred = true;
+    return Ready<PushResult>(absl::OkStatus(), std::move(deferred));
+  }
+  gradient = pending->gradient();
   const bool encode = encoder != nullptr ||
                       compress.push.codec != CodecKind::kNone ||
                       compress.error_feedback;
-  std::vector<std::string> blocks;
   if (encode) {
-    std::vector<std::pair<uint64_t, uint64_t>> parts;
-    for (const DenseSlice& slice : (*meta)->slices) {
-      parts.emplace_back(slice.offset, slice.count);
-    }
-    absl::StatusOr<std::vector<std::string>> encoded =
-        encoder != nullptr ? compression->EncodeDenseWith(*encoder, parts)
-                           : compression->EncodeDense(gradient, parts);
-    if (!encoded.ok()) return Ready<PushResult>(encoded.status());
-    blocks = std::move(*encoded);
+    absl::Status encoded = encoder != nullptr
+                               ? compression->EncodeDenseWith(*pending, *encoder)
+                               : compression->EncodeDense(*pending);
+    if (!encoded.ok()) return Ready<PushResult>(encoded);
   }
   struct State {
     absl::Mutex mu;
     PushResult result;
     std::promise<absl::StatusOr<PushResult>> promise;
+    // Declared after the TableCompression it points into: destroyed first.
+    std::shared_ptr<TableCompression> compression;
+    std::unique_ptr<PendingDensePush> pending;
   };
   auto state = std::make_shared<State>();
   state->result.shards.resize(shards_.size());
+  state->compression = compression;
+  state->pending = std::move(pending);
   auto future = state->promise.get_future();
+  std::shared_ptr<const TableMeta> plan = *meta;
   auto fan = std::make_shared<FanIn>(
-      (*meta)->slices.size(), [state](absl::Status status) {
+      plan->slices.size(), [state, plan](absl::Status status) {
+        // A part was delivered when its shard's answer to the push (its
+        // last slice's) accepted it, whatever the other shards answered:
+        // each shard applies its parts whole or not at all. A shard that
+        // refused, or gave no answer (an RPC failed after its retries), is
+        // taken not to have applied them: their residual and accumulated
+        // sum are kept for later pushes.
+        std::vector<bool> delivered(plan->slices.size());
+        {
+          absl::MutexLock lock(&state->mu);
+          for (size_t i = 0; i < plan->slices.size(); ++i) {
+            delivered[i] = state->result.shards[plan->slices[i].shard].accepted;
+          }
+        }
+        state->pending->Finish(delivered);
         if (!status.ok()) return state->promise.set_value(status);
         state->promise.set_value(std::move(state->result));
       });
@@ -212,7 +230,7 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseImpl(
     request.set_table(name);
     request.set_offset(slice.offset);
     if (encode) {
-      *request.mutable_gradient() = std::move(blocks[i]);
+      *request.mutable_gradient() = std::move(state->pending->blocks()[i]);
       request.set_encoded(true);
     } else {
       // assign(): one copy (set_gradient(ptr, n) makes a temporary first).

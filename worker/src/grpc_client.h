@@ -53,6 +53,12 @@ class GrpcClient final : public Client {
   // Registers with every shard and starts the heartbeat thread.
   absl::Status StartMembership();
 
+  // The table's worker-side compression state (residual, accumulation
+  // buffer), for tests and inspection; a default one if none was set.
+  std::shared_ptr<const TableCompression> Compression(absl::string_view table) {
+    return CompressionOf(std::string(table));
+  }
+
   absl::StatusOr<PullInfo> PullDense(absl::string_view table,
                                      absl::Span<float> values) override;
   std::future<absl::StatusOr<PullInfo>> PullDenseAsync(

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "common/codec.h"
 #include "common/shard_map.h"
 #include "common/vector_math.h"
@@ -49,10 +50,23 @@ TableCompression::TableCompression(const CompressionConfig& config,
   }
 }
 
-std::optional<std::vector<float>> TableCompression::Accumulate(
-    absl::Span<const float> gradient) {
-  if (config_.accumulate_steps <= 1) {
-    return std::vector<float>(gradient.begin(), gradient.end());
+PendingDensePush::~PendingDensePush() { Finish({}); }
+
+void PendingDensePush::Finish(const std::vector<bool>& delivered) {
+  if (owner_ == nullptr) return;
+  TableCompression* const owner = owner_;
+  owner_ = nullptr;
+  owner->FinishDense(*this, delivered);
+}
+
+std::unique_ptr<PendingDensePush> TableCompression::StartDense(
+    absl::Span<const float> gradient,
+    std::vector<std::pair<uint64_t, uint64_t>> parts) {
+  if (config_.accumulate_steps <= 1 || gradient.empty()) {
+    std::unique_ptr<PendingDensePush> push(
+        new PendingDensePush(this, std::move(parts)));
+    push->gradient_ = gradient;
+    return push;
   }
   absl::MutexLock lock(&mu_);
   if (accumulated_.size() != gradient.size()) {
@@ -60,11 +74,62 @@ std::optional<std::vector<float>> TableCompression::Accumulate(
     accumulated_count_ = 0;
   }
   for (size_t i = 0; i < gradient.size(); ++i) accumulated_[i] += gradient[i];
-  if (++accumulated_count_ < config_.accumulate_steps) return std::nullopt;
-  std::vector<float> sum(gradient.size(), 0.0f);
-  sum.swap(accumulated_);
+  if (++accumulated_count_ < config_.accumulate_steps) return nullptr;
+  std::unique_ptr<PendingDensePush> push(
+      new PendingDensePush(this, std::move(parts)));
+  push->sum_.assign(gradient.size(), 0.0f);
+  push->sum_.swap(accumulated_);
   accumulated_count_ = 0;
-  return sum;
+  push->gradient_ = push->sum_;
+  return push;
+}
+
+void TableCompression::FinishDense(PendingDensePush& push,
+                                   const std::vector<bool>& delivered) {
+  const auto delivered_part = [&](size_t i) {
+    return i < delivered.size() && delivered[i];
+  };
+  absl::MutexLock lock(&mu_);
+  if (push.holds_feedback_) {
+    uint64_t covered = 0;
+    bool all_delivered = true;
+    for (size_t i = 0; i < push.parts_.size(); ++i) {
+      covered += push.parts_[i].second;
+      all_delivered = all_delivered && delivered_part(i);
+    }
+    if (all_delivered && covered == feedback_->size()) {
+      feedback_->SwapResidual(next_residual_);  // the parts cover it all
+    } else {
+      for (size_t i = 0; i < push.parts_.size(); ++i) {
+        if (!delivered_part(i)) continue;
+        const auto [offset, count] = push.parts_[i];
+        feedback_->Store(offset,
+                         absl::MakeConstSpan(next_residual_).subspan(offset, count));
+      }
+    }
+    push.holds_feedback_ = false;
+    feedback_free_ = true;
+  }
+  if (!push.sum_.empty()) {
+    // The undelivered ranges of the sum go back for the next push, except
+    // a range holding a non-finite value: no shard would ever take it, and
+    // kept it would make every later push fail. The group count is left
+    // alone: pushes still go out once per accumulate_steps calls.
+    if (accumulated_.size() != push.sum_.size()) {
+      accumulated_.assign(push.sum_.size(), 0.0f);
+      accumulated_count_ = 0;
+    }
+    for (size_t i = 0; i < push.parts_.size(); ++i) {
+      if (delivered_part(i)) continue;
+      const auto [offset, count] = push.parts_[i];
+      const absl::Span<const float> part =
+          absl::MakeConstSpan(push.sum_).subspan(offset, count);
+      if (!AllFinite(part)) continue;
+      for (uint64_t j = offset; j < offset + count; ++j) {
+        accumulated_[j] += push.sum_[j];
+      }
+    }
+  }
 }
 
 CodecOptions TableCompression::OptionsFor(uint64_t push_index) const {
@@ -77,60 +142,66 @@ CodecOptions TableCompression::OptionsFor(uint64_t push_index) const {
   return options;
 }
 
-absl::StatusOr<std::vector<std::string>> TableCompression::EncodeDense(
-    absl::Span<const float> gradient,
-    absl::Span<const std::pair<uint64_t, uint64_t>> parts, size_t max_threads) {
+absl::Status TableCompression::EncodeDense(PendingDensePush& push,
+                                           size_t max_threads) {
   const CodecOptions options = OptionsFor(NextPushIndex());
+  const std::vector<std::pair<uint64_t, uint64_t>>& parts = push.parts_;
+  const absl::Span<const float> gradient = push.gradient_;
   std::vector<std::string> blocks(parts.size());
   absl::MutexLock lock(&mu_);
   ErrorFeedback* const feedback = feedback_.get();
+  absl::Span<float> next;
+  if (feedback != nullptr) {
+    // This push adds the residual the previous one leaves: wait for its
+    // answers.
+    mu_.Await(absl::Condition(&feedback_free_));
+    next_residual_.resize(feedback->size());
+    next = absl::MakeSpan(next_residual_);
+  }
   const auto encode_part = [&](size_t i) {
     const auto [offset, count] = parts[i];
-    absl::Span<const float> part = gradient.subspan(offset, count);
-    return feedback != nullptr
-               ? feedback->EncodeRange(part, offset, options, &blocks[i])
-               : EncodeBlock(part, options, offset, &blocks[i]);
+    const absl::Span<const float> part = gradient.subspan(offset, count);
+    if (feedback == nullptr) return EncodeBlock(part, options, offset, &blocks[i]);
+    if (offset > next.size() || count > next.size() - offset) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "error feedback: part [", offset, ", ", offset + count,
+          ") passes the table's ", next.size(), " elements"));
+    }
+    return feedback->EncodeRangeInto(part, offset, options, &blocks[i],
+                                     next.subspan(offset, count));
   };
-  // The parts cover disjoint ranges (of the gradient and of the residual)
-  // and their encoding depends only on (options, offset), so any order gives
-  // the same blocks and residual as the loop below. With a non-finite value
-  // (of the gradient, or of gradient + residual) a part can fail, and the
-  // loop stops there, leaving later parts' residuals untouched; so the parts
-  // are checked first (in parallel too) and such pushes take the loop.
+  // The parts cover disjoint ranges and their encoding depends only on
+  // (options, offset) and the residual, which no part writes here; so any
+  // order gives the same blocks and pending residuals, and the first
+  // failing part's status is the same too.
   const size_t threads = max_threads > 0
                             ? std::min(max_threads, parts.size())
                             : EncodeThreadsFor(gradient.size(), parts.size());
+  std::vector<absl::Status> statuses(parts.size());
   if (threads > 1) {
-    std::vector<char> finite(parts.size());
-    ParallelFor(parts.size(), threads, [&](size_t i) {
-      const auto [offset, count] = parts[i];
-      const absl::Span<const float> part = gradient.subspan(offset, count);
-      finite[i] = feedback != nullptr
-                      ? AllSumsFinite(part, feedback->residual().subspan(
-                                                offset, count))
-                      : AllFinite(part);
-    });
-    if (std::all_of(finite.begin(), finite.end(), [](char f) { return f; })) {
-      std::vector<absl::Status> statuses(parts.size());
-      ParallelFor(parts.size(), threads,
-                  [&](size_t i) { statuses[i] = encode_part(i); });
-      for (const absl::Status& status : statuses) {
-        if (!status.ok()) return status;
-      }
-      return blocks;
+    ParallelFor(parts.size(), threads,
+                [&](size_t i) { statuses[i] = encode_part(i); });
+  } else {
+    for (size_t i = 0; i < parts.size(); ++i) {
+      statuses[i] = encode_part(i);
+      if (!statuses[i].ok()) break;
     }
   }
-  for (size_t i = 0; i < parts.size(); ++i) {
-    absl::Status status = encode_part(i);
+  for (const absl::Status& status : statuses) {
     if (!status.ok()) return status;
   }
-  return blocks;
+  push.blocks_ = std::move(blocks);
+  if (feedback != nullptr) {
+    push.holds_feedback_ = true;
+    feedback_free_ = false;
+  }
+  return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> TableCompression::EncodeDenseWith(
-    SliceEncoder& encoder,
-    absl::Span<const std::pair<uint64_t, uint64_t>> parts) {
+absl::Status TableCompression::EncodeDenseWith(PendingDensePush& push,
+                                               SliceEncoder& encoder) {
   const CodecOptions options = OptionsFor(NextPushIndex());
+  const std::vector<std::pair<uint64_t, uint64_t>>& parts = push.parts_;
   std::vector<std::string> blocks(parts.size());
   absl::MutexLock lock(&mu_);  // one push at a time through the residual
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -139,7 +210,8 @@ absl::StatusOr<std::vector<std::string>> TableCompression::EncodeDenseWith(
                                               &blocks[i]);
     if (!status.ok()) return status;
   }
-  return blocks;
+  push.blocks_ = std::move(blocks);
+  return absl::OkStatus();
 }
 
 absl::Status TableCompression::EncodeRows(absl::Span<const float> rows,
@@ -172,6 +244,16 @@ TransferCounters TableCompression::counters() const {
   c.pull_raw_bytes = pull_raw_.load();
   c.pull_wire_bytes = pull_wire_.load();
   return c;
+}
+
+std::vector<float> TableCompression::accumulated() const {
+  absl::MutexLock lock(&mu_);
+  return accumulated_;
+}
+
+uint32_t TableCompression::accumulated_count() const {
+  absl::MutexLock lock(&mu_);
+  return accumulated_count_;
 }
 
 std::vector<float> TableCompression::residual() const {
