@@ -10,13 +10,19 @@ namespace taups {
 
 absl::StatusOr<absl::Span<const float>> GradientFromWire(
     absl::string_view bytes, bool encoded, uint64_t max_elements,
-    std::vector<float>* scratch, absl::string_view what) {
+    std::vector<float>* scratch, absl::string_view what,
+    uint64_t decode_limit) {
   if (!encoded) return ViewAs<float>(bytes, scratch, what);
-  absl::StatusOr<BlockHeader> header =
-      ParseHeader(bytes, std::min(max_elements, kMaxDecodedElements));
+  absl::StatusOr<BlockHeader> header = ParseHeader(bytes, max_elements);
   if (!header.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": ", header.status().message()));
+  }
+  if (header->element_count > decode_limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, ": the encoded block declares ", header->element_count,
+        " values; this shard decodes at most ", decode_limit,
+        " per block (--max_block_values)"));
   }
   scratch->resize(header->element_count);
   absl::Status decoded = DecodeBlock(bytes, *header, absl::MakeSpan(*scratch));

@@ -22,20 +22,23 @@
 
 namespace taups {
 
-// Most values one encoded block may decode to: what a raw float32 tensor of
-// the largest message (256 MiB) could carry. A top-k block is tiny next to
-// what it declares, so without this bound a few bytes could make the server
-// allocate gigabytes.
+// Default bound on the values one encoded block may decode to: what a raw
+// float32 tensor of a 256 MiB message could carry. A top-k block is tiny
+// next to what it declares, so without a bound a few bytes could make the
+// server allocate gigabytes. A shard's own bound is its
+// ServerLimits::max_block_values (--max_block_values).
 inline constexpr uint64_t kMaxDecodedElements = uint64_t{1} << 26;
 
 // The float values `bytes` carries. Raw bytes are viewed in place when
 // aligned (else copied into `scratch`); a block is validated and decoded into
-// `scratch`. A block may declare at most min(max_elements,
-// kMaxDecodedElements) values (that bounds the allocation); `what` names the
+// `scratch`. A block declaring more than `max_elements` values (what its
+// destination holds) is INVALID_ARGUMENT, more than `decode_limit`
+// RESOURCE_EXHAUSTED, both before anything is allocated; `what` names the
 // field in errors.
 absl::StatusOr<absl::Span<const float>> GradientFromWire(
     absl::string_view bytes, bool encoded, uint64_t max_elements,
-    std::vector<float>* scratch, absl::string_view what);
+    std::vector<float>* scratch, absl::string_view what,
+    uint64_t decode_limit = kMaxDecodedElements);
 
 // Codecs a pull may ask for: none, fp16, bf16, int8 (nearest rounding).
 absl::Status CheckPullCodec(CodecKind codec, uint32_t bucket_size);

@@ -1,6 +1,11 @@
 #include "wire_convert.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "common/histogram.h"
+#include "server/push_types.h"
+#include "server/table_info.h"
 
 namespace taups {
 
@@ -140,6 +145,45 @@ absl::StatusOr<StalenessConfig> FromWire(const v1::StalenessConfig& wire) {
   return st;
 }
 
+namespace {
+
+// proto3 cannot tell an unset float from 0: a 0 hyper-parameter means the
+// documented default (OptimizerConfig's, listed in ps.proto).
+float OrDefault(float wire, float default_value) {
+  return wire == 0.0f ? default_value : wire;
+}
+
+}  // namespace
+
+absl::StatusOr<OptimizerConfig> FromWire(const v1::OptimizerConfig& wire) {
+  const OptimizerConfig defaults;
+  OptimizerConfig o;
+  switch (wire.kind()) {
+    case v1::OPTIMIZER_UNSPECIFIED:
+    case v1::OPTIMIZER_SGD: o.kind = OptimizerKind::kSgd; break;
+    case v1::OPTIMIZER_ADAGRAD: o.kind = OptimizerKind::kAdagrad; break;
+    case v1::OPTIMIZER_MOMENTUM: o.kind = OptimizerKind::kMomentum; break;
+    case v1::OPTIMIZER_ADAM: o.kind = OptimizerKind::kAdam; break;
+    case v1::OPTIMIZER_FTRL: o.kind = OptimizerKind::kFtrl; break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown optimizer ", static_cast<int>(wire.kind())));
+  }
+  o.learning_rate = OrDefault(wire.learning_rate(), defaults.learning_rate);
+  o.adagrad_initial_accumulator =
+      OrDefault(wire.adagrad_initial_accumulator(),
+                defaults.adagrad_initial_accumulator);
+  o.adagrad_epsilon = OrDefault(wire.adagrad_epsilon(), defaults.adagrad_epsilon);
+  o.momentum = OrDefault(wire.momentum(), defaults.momentum);
+  o.adam_beta1 = OrDefault(wire.adam_beta1(), defaults.adam_beta1);
+  o.adam_beta2 = OrDefault(wire.adam_beta2(), defaults.adam_beta2);
+  o.adam_epsilon = OrDefault(wire.adam_epsilon(), defaults.adam_epsilon);
+  o.ftrl_beta = OrDefault(wire.ftrl_beta(), defaults.ftrl_beta);
+  o.ftrl_l1 = wire.ftrl_l1();  // default 0
+  o.ftrl_l2 = wire.ftrl_l2();
+  return o;
+}
+
 absl::StatusOr<TableConfig> FromWire(const v1::TableConfig& wire) {
   TableConfig config;
   config.name = wire.name();
@@ -148,7 +192,7 @@ absl::StatusOr<TableConfig> FromWire(const v1::TableConfig& wire) {
     case v1::TABLE_KIND_SPARSE: config.kind = TableKind::kSparse; break;
     default:
       return absl::InvalidArgumentError(
-          absl::StrCat("table '", wire.name(), "': unknown table kind ",
+          absl::StrCat("table ", QuotedName(wire.name()), ": unknown table kind ",
                        static_cast<int>(wire.kind())));
   }
   config.dense_size = wire.dense_size();
@@ -165,7 +209,7 @@ absl::StatusOr<TableConfig> FromWire(const v1::TableConfig& wire) {
       break;
     default:
       return absl::InvalidArgumentError(
-          absl::StrCat("table '", wire.name(), "': unknown sparse eviction ",
+          absl::StrCat("table ", QuotedName(wire.name()), ": unknown sparse eviction ",
                        static_cast<int>(wire.sparse_eviction())));
   }
   config.sparse_ttl_s = wire.sparse_ttl_s();
@@ -173,32 +217,12 @@ absl::StatusOr<TableConfig> FromWire(const v1::TableConfig& wire) {
   config.sparse_admit_probability = wire.sparse_admit_probability() == 0.0f
                                         ? 1.0f
                                         : wire.sparse_admit_probability();
-  switch (wire.optimizer().kind()) {
-    case v1::OPTIMIZER_SGD: config.optimizer.kind = OptimizerKind::kSgd; break;
-    case v1::OPTIMIZER_ADAGRAD:
-      config.optimizer.kind = OptimizerKind::kAdagrad;
-      break;
-    case v1::OPTIMIZER_MOMENTUM:
-      config.optimizer.kind = OptimizerKind::kMomentum;
-      break;
-    case v1::OPTIMIZER_ADAM: config.optimizer.kind = OptimizerKind::kAdam; break;
-    case v1::OPTIMIZER_FTRL: config.optimizer.kind = OptimizerKind::kFtrl; break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("table '", wire.name(), "': unknown optimizer ",
-                       static_cast<int>(wire.optimizer().kind())));
+  absl::StatusOr<OptimizerConfig> optimizer = FromWire(wire.optimizer());
+  if (!optimizer.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table ", QuotedName(wire.name()), ": ", optimizer.status().message()));
   }
-  config.optimizer.learning_rate = wire.optimizer().learning_rate();
-  config.optimizer.adagrad_initial_accumulator =
-      wire.optimizer().adagrad_initial_accumulator();
-  config.optimizer.adagrad_epsilon = wire.optimizer().adagrad_epsilon();
-  config.optimizer.momentum = wire.optimizer().momentum();
-  config.optimizer.adam_beta1 = wire.optimizer().adam_beta1();
-  config.optimizer.adam_beta2 = wire.optimizer().adam_beta2();
-  config.optimizer.adam_epsilon = wire.optimizer().adam_epsilon();
-  config.optimizer.ftrl_beta = wire.optimizer().ftrl_beta();
-  config.optimizer.ftrl_l1 = wire.optimizer().ftrl_l1();
-  config.optimizer.ftrl_l2 = wire.optimizer().ftrl_l2();
+  config.optimizer = *optimizer;
   switch (wire.initializer().kind()) {
     case v1::INIT_UNSPECIFIED:
     case v1::INIT_ZEROS: config.initializer.kind = InitializerKind::kZeros; break;
@@ -206,7 +230,7 @@ absl::StatusOr<TableConfig> FromWire(const v1::TableConfig& wire) {
     case v1::INIT_NORMAL: config.initializer.kind = InitializerKind::kNormal; break;
     default:
       return absl::InvalidArgumentError(
-          absl::StrCat("table '", wire.name(), "': unknown initializer ",
+          absl::StrCat("table ", QuotedName(wire.name()), ": unknown initializer ",
                        static_cast<int>(wire.initializer().kind())));
   }
   config.initializer.scale = wire.initializer().scale();
@@ -218,6 +242,63 @@ absl::StatusOr<TableConfig> FromWire(const v1::TableConfig& wire) {
   if (!staleness.ok()) return staleness.status();
   config.staleness = *staleness;
   return config;
+}
+
+void ToWire(const TableInfo& info, v1::TableInfo* wire) {
+  ToWire(info.config, wire->mutable_config());
+  wire->set_shard_index(info.shard_index);
+  wire->set_num_shards(info.num_shards);
+  wire->set_range_begin(info.range.begin);
+  wire->set_range_end(info.range.end);
+  wire->set_version(info.version);
+  wire->set_sparse_rows(info.sparse_rows);
+  wire->set_open_step(info.open_step);
+  wire->set_sparse_evictions(info.sparse_evictions);
+  wire->set_sparse_refused(info.sparse_refused);
+  wire->set_sparse_ttl_expired(info.sparse_ttl_expired);
+  wire->set_sparse_bytes(info.sparse_bytes);
+  wire->set_sparse_row_limit(info.sparse_row_limit);
+}
+
+void ToWire(const PushOutcome& outcome, v1::PushResponse* wire) {
+  wire->set_accepted(outcome.accepted);
+  wire->set_tau(outcome.tau);
+  wire->set_lr_factor(outcome.lr_factor);
+  wire->set_new_version(outcome.new_version);
+  wire->set_reject_reason(outcome.reject_reason);
+  wire->set_staged(outcome.staged);
+  wire->set_duplicate(outcome.duplicate);
+}
+
+void RowTauToWire(const PushOutcome& outcome, bool with_taus,
+                  v1::PushResponse* wire) {
+  wire->set_row_tau_rows(outcome.row_tau.rows);
+  wire->set_row_tau_mean(outcome.row_tau.mean());
+  wire->set_row_tau_max(outcome.row_tau.max);
+  wire->set_row_tau_reborn(outcome.row_tau.reborn);
+  if (with_taus) {
+    std::string* bytes = wire->mutable_row_taus();
+    bytes->resize(outcome.row_taus.size() * sizeof(uint64_t));
+    std::copy_n(reinterpret_cast<const char*>(outcome.row_taus.data()),
+                bytes->size(), bytes->data());
+  }
+}
+
+void ToWire(const Histogram& h, v1::Distribution* wire) {
+  wire->set_count(h.count());
+  wire->set_mean(h.mean());
+  wire->set_p50(h.Percentile(0.5));
+  wire->set_p99(h.Percentile(0.99));
+  wire->set_max(h.max());
+  // Only buckets up to the last non-empty one, to keep responses small.
+  size_t last = 0;
+  for (size_t i = 0; i < h.counts().size(); ++i) {
+    if (h.counts()[i] != 0) last = i + 1;
+  }
+  for (size_t i = 0; i < last; ++i) {
+    wire->add_bucket_bounds(i < h.bounds().size() ? h.bounds()[i] : h.max());
+    wire->add_bucket_counts(h.counts()[i]);
+  }
 }
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {

@@ -21,6 +21,25 @@ absl::StatusOr<ConsistencyConfig> FromWire(const v1::ConsistencyConfig& wire);
 void ToWire(const StalenessConfig& config, v1::StalenessConfig* wire);
 absl::StatusOr<StalenessConfig> FromWire(const v1::StalenessConfig& wire);
 
+// INVALID_ARGUMENT for an optimizer kind this build does not know. A 0
+// hyper-parameter (proto3's unset) means its documented default
+// (OptimizerConfig); OPTIMIZER_UNSPECIFIED means sgd.
+absl::StatusOr<OptimizerConfig> FromWire(const v1::OptimizerConfig& wire);
+
+// The server core's answers (server/table_info.h, server/push_types.h,
+// common/histogram.h), as the wire carries them.
+struct TableInfo;
+struct PushOutcome;
+class Histogram;
+void ToWire(const TableInfo& info, v1::TableInfo* wire);
+// Every field but the per-row tau (RowTauToWire) and server_incarnation.
+void ToWire(const PushOutcome& outcome, v1::PushResponse* wire);
+// A sparse push's per-row tau summary, and with `with_taus` each key's tau.
+void RowTauToWire(const PushOutcome& outcome, bool with_taus,
+                  v1::PushResponse* wire);
+// Count, mean, p50, p99, max and the buckets up to the last non-empty one.
+void ToWire(const Histogram& histogram, v1::Distribution* wire);
+
 // absl and gRPC status codes share their numbering.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 absl::Status FromGrpcStatus(const grpc::Status& status);

@@ -12,22 +12,6 @@
 namespace taups {
 namespace {
 
-void InfoToWire(const TableInfo& info, v1::TableInfo* wire) {
-  ToWire(info.config, wire->mutable_config());
-  wire->set_shard_index(info.shard_index);
-  wire->set_num_shards(info.num_shards);
-  wire->set_range_begin(info.range.begin);
-  wire->set_range_end(info.range.end);
-  wire->set_version(info.version);
-  wire->set_sparse_rows(info.sparse_rows);
-  wire->set_open_step(info.open_step);
-  wire->set_sparse_evictions(info.sparse_evictions);
-  wire->set_sparse_refused(info.sparse_refused);
-  wire->set_sparse_ttl_expired(info.sparse_ttl_expired);
-  wire->set_sparse_bytes(info.sparse_bytes);
-  wire->set_sparse_row_limit(info.sparse_row_limit);
-}
-
 PushOrigin OriginFromWire(const v1::PushOrigin& wire) {
   return PushOrigin{wire.worker_id(), wire.worker_incarnation(), wire.seq()};
 }
@@ -55,36 +39,6 @@ PullContext PullContextOf(const grpc::ServerContext& context, uint32_t worker,
   return ctx;
 }
 
-void DistributionToWire(const Histogram& h, v1::Distribution* wire) {
-  wire->set_count(h.count());
-  wire->set_mean(h.mean());
-  wire->set_p50(h.Percentile(0.5));
-  wire->set_p99(h.Percentile(0.99));
-  wire->set_max(h.max());
-  // Only buckets up to the last non-empty one, to keep responses small.
-  size_t last = 0;
-  for (size_t i = 0; i < h.counts().size(); ++i) {
-    if (h.counts()[i] != 0) last = i + 1;
-  }
-  for (size_t i = 0; i < last; ++i) {
-    wire->add_bucket_bounds(i < h.bounds().size() ? h.bounds()[i]
-                                                  : h.max());
-    wire->add_bucket_counts(h.counts()[i]);
-  }
-}
-
-void OutcomeToWire(const PushOutcome& outcome, uint64_t incarnation,
-                   v1::PushResponse* wire) {
-  wire->set_accepted(outcome.accepted);
-  wire->set_tau(outcome.tau);
-  wire->set_lr_factor(outcome.lr_factor);
-  wire->set_new_version(outcome.new_version);
-  wire->set_reject_reason(outcome.reject_reason);
-  wire->set_server_incarnation(incarnation);
-  wire->set_staged(outcome.staged);
-  wire->set_duplicate(outcome.duplicate);
-}
-
 // Pull responses are written straight into the response's bytes field.
 absl::Span<float> ResizeFloats(std::string* bytes, size_t count) {
   bytes->resize(count * sizeof(float));
@@ -94,20 +48,6 @@ absl::Span<float> ResizeFloats(std::string* bytes, size_t count) {
 absl::Span<uint64_t> ResizeUint64s(std::string* bytes, size_t count) {
   bytes->resize(count * sizeof(uint64_t));
   return absl::MakeSpan(reinterpret_cast<uint64_t*>(bytes->data()), count);
-}
-
-// A sparse push's per-row tau (only when it carried row base versions).
-void RowTauToWire(const PushOutcome& outcome, bool with_taus,
-                  v1::PushResponse* wire) {
-  wire->set_row_tau_rows(outcome.row_tau.rows);
-  wire->set_row_tau_mean(outcome.row_tau.mean());
-  wire->set_row_tau_max(outcome.row_tau.max);
-  wire->set_row_tau_reborn(outcome.row_tau.reborn);
-  if (with_taus) {
-    absl::Span<uint64_t> taus =
-        ResizeUint64s(wire->mutable_row_taus(), outcome.row_taus.size());
-    std::copy(outcome.row_taus.begin(), outcome.row_taus.end(), taus.begin());
-  }
 }
 
 // Where a pull's values land: straight in the response's bytes, or, for a
@@ -154,7 +94,7 @@ grpc::Status ParameterServerService::CreateTable(
   absl::StatusOr<TableInfo> info =
       store_->CreateTable(*config, request->exist_ok(), &created);
   if (!info.ok()) return ToGrpcStatus(info.status());
-  InfoToWire(*info, response->mutable_info());
+  ToWire(*info, response->mutable_info());
   response->set_created(created);
   response->set_server_incarnation(incarnation_);
   return grpc::Status::OK;
@@ -165,7 +105,7 @@ grpc::Status ParameterServerService::GetTable(grpc::ServerContext*,
                                               v1::GetTableResponse* response) {
   absl::StatusOr<TableInfo> info = store_->GetTable(request->name());
   if (!info.ok()) return ToGrpcStatus(info.status());
-  InfoToWire(*info, response->mutable_info());
+  ToWire(*info, response->mutable_info());
   response->set_server_incarnation(incarnation_);
   return grpc::Status::OK;
 }
@@ -173,39 +113,26 @@ grpc::Status ParameterServerService::GetTable(grpc::ServerContext*,
 grpc::Status ParameterServerService::PullDense(
     grpc::ServerContext* context, const v1::PullDenseRequest* request,
     v1::PullDenseResponse* response) {
-  if (request->count() == 0 || request->count() > kMaxDenseTableSize) {
-    return ToGrpcStatus(absl::InvalidArgumentError(
-        "PullDense: count must be between 1 and the table size"));
-  }
-  absl::StatusOr<ParameterStore::Shape> info = store_->ShapeOf(request->table());
-  if (!info.ok()) return ToGrpcStatus(info.status());
-  // Bound the allocation by what this shard holds before making it.
-  if (info->kind != TableKind::kDense) {
-    return ToGrpcStatus(
-        store_->PullDense(request->table(), request->offset(), {}).status());
-  }
-  if (request->count() > info->range.size()) {
-    return ToGrpcStatus(absl::OutOfRangeError(
-        "PullDense: count exceeds this shard's range of the table"));
-  }
-  const CodecKind pull_codec = static_cast<CodecKind>(request->pull_codec());
-  absl::Status codec_ok =
-      CheckPullCodec(pull_codec, request->pull_bucket_size());
+  const CodecKind codec = static_cast<CodecKind>(request->pull_codec());
+  absl::Status codec_ok = CheckPullCodec(codec, request->pull_bucket_size());
   if (!codec_ok.ok()) return ToGrpcStatus(codec_ok);
-  PullBuffer out(response->mutable_values(), pull_codec,
-                 request->pull_bucket_size(), request->count());
+  // Sized by the store, against its limits, before anything is allocated.
+  absl::StatusOr<uint64_t> floats = store_->DensePullFloats(
+      request->table(), request->offset(), request->count());
+  if (!floats.ok()) return ToGrpcStatus(floats.status());
+  PullBuffer out(response->mutable_values(), codec, request->pull_bucket_size(),
+                 *floats);
   absl::StatusOr<PullResult> pulled = store_->PullDense(
       request->table(), request->offset(), out.floats(),
       PullContextOf(*context, request->worker_id(), request->clock()));
-  if (!pulled.ok()) {
+  absl::Status finished = pulled.ok() ? out.Finish() : pulled.status();
+  if (!finished.ok()) {
     response->clear_values();
-    return ToGrpcStatus(pulled.status());
+    return ToGrpcStatus(finished);
   }
-  absl::Status finished = out.Finish();
-  if (!finished.ok()) return ToGrpcStatus(finished);
-  response->set_encoded(out.encoded());
-  traffic_.CountPull(request->table(), out.floats().size() * sizeof(float),
+  traffic_.CountPull(request->table(), *floats * sizeof(float),
                      response->values().size());
+  response->set_encoded(out.encoded());
   response->set_version(pulled->version);
   response->set_step(pulled->step);
   response->set_server_incarnation(incarnation_);
@@ -216,23 +143,11 @@ grpc::Status ParameterServerService::PushDense(
     grpc::ServerContext*, const v1::PushDenseRequest* request,
     v1::PushResponse* response) {
   std::vector<float> scratch;
-  uint64_t max_elements = 0;
-  if (request->encoded()) {
-    // A block may not declare more values than this shard holds of the
-    // table: that bounds the decode allocation.
-    absl::StatusOr<ParameterStore::Shape> shape = store_->ShapeOf(request->table());
-    if (!shape.ok()) return ToGrpcStatus(shape.status());
-    if (shape->kind != TableKind::kDense) {  // the store names the mismatch
-      return ToGrpcStatus(store_->PushDense(request->table(), request->offset(), {},
-                                            MetaFromWire(*request, 1, 0)).status());
-    }
-    max_elements = shape->range.size();
-  }
-  absl::StatusOr<absl::Span<const float>> gradient =
-      GradientFromWire(request->gradient(), request->encoded(), max_elements,
-                       &scratch, "PushDense gradient");
   const PushMeta meta = MetaFromWire(*request, request->slices_in_push(),
                                      request->slice_index());
+  absl::StatusOr<absl::Span<const float>> gradient = store_->ReadGradient(
+      request->table(), TableKind::kDense, 0, request->gradient(),
+      request->encoded(), &scratch, "PushDense gradient");
   if (!gradient.ok()) {
     if (request->encoded()) traffic_.CountBadBlock(request->table());
     store_->RefusePush(request->table(), meta, gradient.status());
@@ -243,29 +158,27 @@ grpc::Status ParameterServerService::PushDense(
   if (!outcome.ok()) return ToGrpcStatus(outcome.status());
   traffic_.CountPush(request->table(), gradient->size() * sizeof(float),
                      request->gradient().size(), request->encoded());
-  OutcomeToWire(*outcome, incarnation_, response);
+  ToWire(*outcome, response);
+  response->set_server_incarnation(incarnation_);
   return grpc::Status::OK;
 }
 
 grpc::Status ParameterServerService::PullSparse(
     grpc::ServerContext* context, const v1::PullSparseRequest* request,
     v1::PullSparseResponse* response) {
+  const CodecKind codec = static_cast<CodecKind>(request->pull_codec());
+  absl::Status codec_ok = CheckPullCodec(codec, request->pull_bucket_size());
+  if (!codec_ok.ok()) return ToGrpcStatus(codec_ok);
   std::vector<uint64_t> scratch;
   absl::StatusOr<absl::Span<const uint64_t>> keys =
       ViewAs<uint64_t>(request->keys(), &scratch, "PullSparse keys");
   if (!keys.ok()) return ToGrpcStatus(keys.status());
-  absl::StatusOr<ParameterStore::Shape> info = store_->ShapeOf(request->table());
-  if (!info.ok()) return ToGrpcStatus(info.status());
-  if (keys->size() > kMaxKeysPerRequest) {
-    return ToGrpcStatus(absl::InvalidArgumentError(
-        "PullSparse: too many keys in one request"));
-  }
-  const CodecKind pull_codec = static_cast<CodecKind>(request->pull_codec());
-  absl::Status codec_ok =
-      CheckPullCodec(pull_codec, request->pull_bucket_size());
-  if (!codec_ok.ok()) return ToGrpcStatus(codec_ok);
-  PullBuffer out(response->mutable_values(), pull_codec,
-                 request->pull_bucket_size(), keys->size() * info->dim);
+  // Sized by the store, against its limits, before anything is allocated.
+  absl::StatusOr<uint64_t> floats = store_->SparsePullFloats(
+      request->table(), keys->size(), request->with_row_versions());
+  if (!floats.ok()) return ToGrpcStatus(floats.status());
+  PullBuffer out(response->mutable_values(), codec, request->pull_bucket_size(),
+                 *floats);
   absl::Span<uint64_t> row_versions;
   if (request->with_row_versions()) {
     row_versions = ResizeUint64s(response->mutable_row_versions(), keys->size());
@@ -274,16 +187,15 @@ grpc::Status ParameterServerService::PullSparse(
       request->table(), *keys, out.floats(),
       PullContextOf(*context, request->worker_id(), request->clock()),
       row_versions);
-  if (!pulled.ok()) {
+  absl::Status finished = pulled.ok() ? out.Finish() : pulled.status();
+  if (!finished.ok()) {
     response->clear_values();
     response->clear_row_versions();
-    return ToGrpcStatus(pulled.status());
+    return ToGrpcStatus(finished);
   }
-  absl::Status finished = out.Finish();
-  if (!finished.ok()) return ToGrpcStatus(finished);
-  response->set_encoded(out.encoded());
-  traffic_.CountPull(request->table(), out.floats().size() * sizeof(float),
+  traffic_.CountPull(request->table(), *floats * sizeof(float),
                      response->values().size());
+  response->set_encoded(out.encoded());
   response->set_version(pulled->version);
   response->set_step(pulled->step);
   response->set_server_incarnation(incarnation_);
@@ -293,29 +205,18 @@ grpc::Status ParameterServerService::PullSparse(
 grpc::Status ParameterServerService::PushSparse(
     grpc::ServerContext*, const v1::PushSparseRequest* request,
     v1::PushResponse* response) {
-  std::vector<uint64_t> key_scratch;
+  std::vector<uint64_t> key_scratch, base_scratch;
   std::vector<float> gradient_scratch;
   absl::StatusOr<absl::Span<const uint64_t>> keys =
       ViewAs<uint64_t>(request->keys(), &key_scratch, "PushSparse keys");
   if (!keys.ok()) return ToGrpcStatus(keys.status());
-  uint64_t max_elements = 0;
-  if (request->encoded()) {
-    absl::StatusOr<ParameterStore::Shape> shape = store_->ShapeOf(request->table());
-    if (!shape.ok()) return ToGrpcStatus(shape.status());
-    if (shape->kind != TableKind::kSparse) {
-      return ToGrpcStatus(store_->PushSparse(request->table(), {}, {},
-                                             MetaFromWire(*request, 1, 0)).status());
-    }
-    max_elements = keys->size() * shape->dim;
-  }
-  absl::StatusOr<absl::Span<const float>> gradients = GradientFromWire(
-      request->gradients(), request->encoded(), max_elements,
-      &gradient_scratch, "PushSparse gradients");
+  absl::StatusOr<absl::Span<const float>> gradients = store_->ReadGradient(
+      request->table(), TableKind::kSparse, keys->size(), request->gradients(),
+      request->encoded(), &gradient_scratch, "PushSparse gradients");
   if (!gradients.ok()) {
     if (request->encoded()) traffic_.CountBadBlock(request->table());
     return ToGrpcStatus(gradients.status());
   }
-  std::vector<uint64_t> base_scratch;
   absl::StatusOr<absl::Span<const uint64_t>> row_bases = ViewAs<uint64_t>(
       request->row_base_versions(), &base_scratch, "PushSparse row_base_versions");
   if (!row_bases.ok()) return ToGrpcStatus(row_bases.status());
@@ -326,7 +227,8 @@ grpc::Status ParameterServerService::PushSparse(
   if (!outcome.ok()) return ToGrpcStatus(outcome.status());
   traffic_.CountPush(request->table(), gradients->size() * sizeof(float),
                      request->gradients().size(), request->encoded());
-  OutcomeToWire(*outcome, incarnation_, response);
+  ToWire(*outcome, response);
+  response->set_server_incarnation(incarnation_);
   if (!row_bases->empty()) {
     RowTauToWire(*outcome, request->return_row_taus(), response);
   }
@@ -383,7 +285,7 @@ grpc::Status ParameterServerService::SetConsistency(
   absl::StatusOr<TableInfo> info =
       store_->SetConsistency(request->table(), *consistency, *staleness);
   if (!info.ok()) return ToGrpcStatus(info.status());
-  InfoToWire(*info, response->mutable_info());
+  ToWire(*info, response->mutable_info());
   return grpc::Status::OK;
 }
 
@@ -410,11 +312,11 @@ grpc::Status ParameterServerService::Stats(grpc::ServerContext*,
   }
   for (const auto& [info, table] : stats.tables) {
     v1::TableStats* t = response->add_tables();
-    InfoToWire(info, t->mutable_info());
+    ToWire(info, t->mutable_info());
     if (info.config.kind == TableKind::kSparse) {
-      DistributionToWire(table.row_tau, t->mutable_info()->mutable_sparse_row_tau());
+      ToWire(table.row_tau, t->mutable_info()->mutable_sparse_row_tau());
     }
-    DistributionToWire(table.tau, t->mutable_tau());
+    ToWire(table.tau, t->mutable_tau());
     t->set_pushes(table.pushes);
     const TableTraffic traffic = traffic_.Of(info.config.name);
     t->set_push_raw_bytes(traffic.push_raw_bytes);
@@ -430,7 +332,7 @@ grpc::Status ParameterServerService::Stats(grpc::ServerContext*,
     t->set_steps_closed(table.steps_closed);
     t->set_quorum_closes(table.quorum_closes);
     t->set_timeout_closes(table.timeout_closes);
-    DistributionToWire(table.step_wait_s, t->mutable_step_wait_s());
+    ToWire(table.step_wait_s, t->mutable_step_wait_s());
     t->set_last_straggler(table.last_straggler < 0
                               ? 0
                               : static_cast<uint32_t>(table.last_straggler));
@@ -445,7 +347,7 @@ grpc::Status ParameterServerService::Stats(grpc::ServerContext*,
             absl::ToDoubleSeconds(now - member->second->last_seen));
       }
       ws->set_clock(w.clock);
-      DistributionToWire(w.tau, ws->mutable_tau());
+      ToWire(w.tau, ws->mutable_tau());
       ws->set_rejected(w.rejected);
       ws->set_downweighted(w.downweighted);
       ws->set_steps_closed_last(w.closed_steps_as_last);

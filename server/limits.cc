@@ -18,6 +18,16 @@ absl::Status OutOfRange(absl::string_view what, uint64_t value, uint64_t min,
 
 uint64_t Mb(uint64_t bytes) { return bytes >> 20; }
 
+// A sparse table's bytes before any row: its stripes' fixed structures and,
+// with admission, their sketches (SparseTable::RowLimit counts the same).
+uint64_t SparseFixedBytes(const TableConfig& config) {
+  const bool admission = config.sparse_admit_after > 1 ||
+                         config.sparse_admit_probability < 1.0f;
+  return SparseTable::kStripes *
+         (SparseTable::kStripeFixedBytes +
+          (admission ? AdmissionFilter::kSketchBytes : 0));
+}
+
 }  // namespace
 
 absl::Status ServerLimits::Validate() const {
@@ -58,8 +68,12 @@ TableConfig WithShardBounds(const TableConfig& config,
   }
   TableConfig bounded = config;
   const uint64_t row_bytes = SparseTable::RowFootprintBytes(config);
-  // What the per-table limit buys, in whole stripes of rows.
-  const uint64_t affordable = limits.max_table_bytes / row_bytes;
+  // What the per-table limit buys, in whole stripes of rows (at least one
+  // row a stripe: a table that cannot have that is refused by its cost).
+  const uint64_t fixed = SparseFixedBytes(config);
+  const uint64_t affordable =
+      limits.max_table_bytes > fixed ? (limits.max_table_bytes - fixed) / row_bytes
+                                     : 0;
   uint64_t rows = std::min(limits.default_sparse_rows, affordable);
   rows = std::max<uint64_t>(rows / SparseTable::kStripes * SparseTable::kStripes,
                             SparseTable::kStripes);
@@ -83,12 +97,7 @@ absl::StatusOr<TableCost> CostOf(const TableConfig& config,
   cost.rows = *rows;
   cost.elements = *rows;
   cost.row_bytes = SparseTable::RowFootprintBytes(config);
-  const bool admission = config.sparse_admit_after > 1 ||
-                         config.sparse_admit_probability < 1.0f;
-  const uint64_t fixed =
-      SparseTable::kStripes *
-      (SparseTable::kStripeFixedBytes +
-       (admission ? AdmissionFilter::kSketchBytes : 0));
+  const uint64_t fixed = SparseFixedBytes(config);
   // rows <= 2^64 / row_bytes is not guaranteed for a huge max_rows:
   // saturate instead of wrapping.
   if (cost.rows > (UINT64_MAX - fixed) / cost.row_bytes) {

@@ -4,24 +4,45 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/aligned_view.h"
 #include "common/status_macros.h"
+#include "common/wire_tensor.h"
 #include "common/vector_math.h"
 
 namespace taups {
 
 ParameterStore::ParameterStore(uint32_t shard_index, uint32_t num_shards,
                                const Clock* clock,
-                               absl::Duration default_lease)
+                               absl::Duration default_lease,
+                               const ServerLimits& limits)
     : shard_index_(shard_index),
       num_shards_(num_shards),
       clock_(clock),
+      limits_(limits),
       membership_(clock, default_lease) {}
 
-absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& config,
+uint64_t ParameterStore::reserved_bytes() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return reserved_bytes_;
+}
+
+absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& requested,
                                                       bool exist_ok,
                                                       bool* created) {
-  RETURN_IF_ERROR(config.Validate());
   *created = false;
+  RETURN_IF_ERROR(requested.Validate());
+  RETURN_IF_ERROR(CheckNameLength(requested.name, limits_));
+  const TableConfig config = WithShardBounds(requested, limits_);
+  Range range;
+  if (config.kind == TableKind::kDense) {
+    if (config.dense_size < num_shards_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dense table '", config.name, "' of ", config.dense_size,
+          " elements is smaller than the ", num_shards_, " shards"));
+    }
+    range = DenseShardRange(config.dense_size, num_shards_, shard_index_);
+  }
+  ASSIGN_OR_RETURN(const TableCost cost, CostOf(config, range.size()));
   std::shared_ptr<Entry> entry;
   {
     absl::MutexLock lock(&mu_);
@@ -33,20 +54,18 @@ absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& config,
           "table '", config.name, "' already exists",
           existing == config ? "" : " with a different configuration"));
     }
+    // Checked before the table's storage is allocated, under the lock that
+    // keeps two creations from both taking the budget's last bytes.
+    RETURN_IF_ERROR(
+        CheckTableFits(config, cost, reserved_bytes_, tables_.size(), limits_));
     entry = std::make_shared<Entry>();
+    entry->reserved_bytes = cost.bytes;
     std::unique_ptr<Table> table;
     if (config.kind == TableKind::kDense) {
-      if (config.dense_size < num_shards_) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "dense table '", config.name, "' of ", config.dense_size,
-            " elements is smaller than the ", num_shards_, " shards"));
-      }
-      auto dense = std::make_unique<DenseTable>(
-          config, DenseShardRange(config.dense_size, num_shards_, shard_index_));
+      auto dense = std::make_unique<DenseTable>(config, range);
       entry->dense = dense.get();
       table = std::move(dense);
     } else {
-      RETURN_IF_ERROR(SparseTable::RowLimit(config).status());
       auto sparse = std::make_unique<SparseTable>(config, clock_);
       entry->sparse = sparse.get();
       table = std::move(sparse);
@@ -54,6 +73,7 @@ absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& config,
     entry->partition = std::make_shared<Partition>(std::move(table), clock_);
     entry->partition->SetLiveWorkers(membership_.LiveWorkers(),
                                      membership_.ever_registered());
+    reserved_bytes_ += cost.bytes;
     tables_.emplace(config.name, entry);
   }
   *created = true;
@@ -112,6 +132,7 @@ TableInfo ParameterStore::InfoOf(const Entry& entry) const {
     info.sparse_bytes = c.bytes;
     info.sparse_row_limit = entry.sparse->row_limit();
   }
+  info.reserved_bytes = entry.reserved_bytes;
   return info;
 }
 
@@ -133,7 +154,7 @@ absl::StatusOr<std::shared_ptr<ParameterStore::Entry>> ParameterStore::Find(
   auto it = tables_.find(name);
   if (it == tables_.end()) {
     return absl::NotFoundError(
-        absl::StrCat("no table '", name, "' on shard ", shard_index_));
+        absl::StrCat("no table ", QuotedName(name), " on shard ", shard_index_));
   }
   return it->second;
 }
@@ -237,11 +258,7 @@ absl::Status ParameterStore::CheckSparseKeys(const SparseTable& table,
     return absl::InvalidArgumentError(
         absl::StrCat("table '", table.config().name, "': no keys"));
   }
-  if (keys.size() > kMaxKeysPerRequest) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "table '", table.config().name, "': ", keys.size(),
-        " keys in one request; the limit is ", kMaxKeysPerRequest));
-  }
+  RETURN_IF_ERROR(CheckKeyCount(table.config().name, keys.size(), limits_));
   for (uint64_t key : keys) {
     if (SparseShardOf(key, num_shards_) != shard_index_) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -269,6 +286,50 @@ absl::StatusOr<bool> ParameterStore::PullReady(absl::string_view table,
   return entry->partition->PullReady(ctx.worker, ctx.clock);
 }
 
+absl::StatusOr<uint64_t> ParameterStore::DensePullFloats(absl::string_view table,
+                                                         uint64_t offset,
+                                                         uint64_t count) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                   FindKind(table, TableKind::kDense));
+  if (count > kMaxDenseTableSize) {  // more than any table holds: malformed
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", table, "': a pull of ", count,
+        " elements, more than a table may hold (", kMaxDenseTableSize, ")"));
+  }
+  RETURN_IF_ERROR(CheckDenseRange(*entry->dense, offset, count, shard_index_));
+  RETURN_IF_ERROR(CheckPullBytes(table, count, 0, limits_));
+  return count;
+}
+
+absl::StatusOr<uint64_t> ParameterStore::SparsePullFloats(
+    absl::string_view table, uint64_t keys, bool with_row_versions) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                   FindKind(table, TableKind::kSparse));
+  RETURN_IF_ERROR(CheckKeyCount(table, keys, limits_));
+  const uint64_t floats = keys * entry->sparse->dim();
+  RETURN_IF_ERROR(CheckPullBytes(table, floats,
+                                 with_row_versions ? 8 * keys : 0, limits_));
+  return floats;
+}
+
+absl::StatusOr<absl::Span<const float>> ParameterStore::ReadGradient(
+    absl::string_view table, TableKind kind, uint64_t keys,
+    absl::string_view bytes, bool encoded, std::vector<float>* scratch,
+    absl::string_view what) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, FindKind(table, kind));
+  // Raw floats are no larger than the message that carried them.
+  if (!encoded) return ViewAs<float>(bytes, scratch, what);
+  uint64_t holds = 0;
+  if (entry->dense) {
+    holds = entry->dense->range().size();
+  } else {
+    RETURN_IF_ERROR(CheckKeyCount(table, keys, limits_));
+    holds = keys * entry->sparse->dim();
+  }
+  return GradientFromWire(bytes, encoded, holds, scratch, what,
+                          limits_.max_block_values);
+}
+
 absl::StatusOr<PullResult> ParameterStore::PullDense(absl::string_view table,
                                                      uint64_t offset,
                                                      absl::Span<float> out,
@@ -276,6 +337,7 @@ absl::StatusOr<PullResult> ParameterStore::PullDense(absl::string_view table,
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                    FindKind(table, TableKind::kDense));
   RETURN_IF_ERROR(CheckDenseRange(*entry->dense, offset, out.size(), shard_index_));
+  RETURN_IF_ERROR(CheckPullBytes(table, out.size(), 0, limits_));
   ASSIGN_OR_RETURN(PartitionRead read,
                    entry->partition->Read(ctx.worker, ctx.clock, ctx.deadline, [&] {
                      entry->dense->Pull(offset, out, ctx.worker);
@@ -320,6 +382,8 @@ absl::StatusOr<PullResult> ParameterStore::PullSparse(
         "table '", table, "': room for ", row_versions.size(),
         " row versions, need ", keys.size()));
   }
+  RETURN_IF_ERROR(CheckPullBytes(table, out.size(), 8 * row_versions.size(),
+                                 limits_));
   ASSIGN_OR_RETURN(PartitionRead read,
                    entry->partition->Read(ctx.worker, ctx.clock, ctx.deadline, [&] {
                      entry->sparse->Pull(keys, out, row_versions);

@@ -34,29 +34,15 @@
 #include "common/clock.h"
 #include "common/shard_map.h"
 #include "server/dense_table.h"
+#include "server/limits.h"
 #include "server/membership.h"
 #include "server/partition.h"
 #include "server/push_types.h"
 #include "server/sparse_table.h"
+#include "server/table_info.h"
 #include "taups/table_config.h"
 
 namespace taups {
-
-// What this shard holds of a table, at one moment.
-struct TableInfo {
-  TableConfig config;  // with the consistency/staleness now in force
-  uint32_t shard_index = 0;
-  uint32_t num_shards = 1;
-  Range range;  // dense: this shard's global range; sparse: empty
-  uint64_t version = 0;
-  uint64_t open_step = 0;  // sync / semi_sync
-  uint64_t sparse_rows = 0;
-  uint64_t sparse_evictions = 0;  // rows evicted to stay under the limit
-  uint64_t sparse_refused = 0;    // touches of keys not admitted yet
-  uint64_t sparse_ttl_expired = 0;  // rows removed after the ttl idle
-  uint64_t sparse_bytes = 0;        // storage the rows hold now
-  uint64_t sparse_row_limit = 0;    // rows allowed (max_rows, max_bytes); 0 = none
-};
 
 // Who pulls, at which clock, and how long the pull may wait for its policy.
 struct PullContext {
@@ -99,25 +85,30 @@ struct StoreStats {
   std::vector<std::pair<TableInfo, TableStats>> tables;
 };
 
-// Upper bound on keys in one sparse request, so a client cannot make the
-// shard allocate without bound.
-inline constexpr size_t kMaxKeysPerRequest = size_t{1} << 22;
-
 class ParameterStore {
  public:
-  // `clock` must outlive the store.
+  // `clock` must outlive the store. `limits` must be valid (Validate).
   ParameterStore(uint32_t shard_index, uint32_t num_shards,
                  const Clock* clock = RealClock::Get(),
-                 absl::Duration default_lease = absl::Seconds(10));
+                 absl::Duration default_lease = absl::Seconds(10),
+                 const ServerLimits& limits = {});
   ParameterStore(const ParameterStore&) = delete;
   ParameterStore& operator=(const ParameterStore&) = delete;
 
   uint32_t shard_index() const { return shard_index_; }
   uint32_t num_shards() const { return num_shards_; }
+  const ServerLimits& limits() const { return limits_; }
+  // Bytes the tables' parts are counted for against limits().max_shard_bytes.
+  uint64_t reserved_bytes() const;
 
   // Creates this shard's part of `config`. If the table exists with an
   // identical config and exist_ok, returns it with *created = false; with a
-  // different config, ALREADY_EXISTS.
+  // different config, ALREADY_EXISTS. Before allocating anything the part's
+  // cost (limits.h) is checked against the per-table limit and what the
+  // shard's budget has left, and the name and table count against theirs:
+  // RESOURCE_EXHAUSTED with the numbers, and nothing is created. A sparse
+  // table without a bound of its own gets the default row limit, and its
+  // config (GetTable, ListTables) says so in sparse_max_rows.
   absl::StatusOr<TableInfo> CreateTable(const TableConfig& config,
                                         bool exist_ok, bool* created);
   absl::StatusOr<TableInfo> GetTable(absl::string_view name) const;
@@ -134,6 +125,27 @@ class ParameterStore {
   absl::StatusOr<TableInfo> SetConsistency(absl::string_view name,
                                            const ConsistencyConfig& consistency,
                                            const StalenessConfig& staleness);
+
+  // What a request may make the shard allocate, checked before anything
+  // is: the floats of a pull's answer (dense: the range must be this
+  // shard's; sparse: at most max_keys_per_request keys; both within
+  // max_pull_bytes, with 8 bytes per key for row versions).
+  absl::StatusOr<uint64_t> DensePullFloats(absl::string_view table,
+                                           uint64_t offset,
+                                           uint64_t count) const;
+  absl::StatusOr<uint64_t> SparsePullFloats(absl::string_view table,
+                                            uint64_t keys,
+                                            bool with_row_versions) const;
+  // The gradient a push to `table` of `kind` carries: raw float32 bytes
+  // viewed in place (or copied into `scratch` when unaligned), or an encoded
+  // block decoded into `scratch` once its declared size was checked: more
+  // values than the push can hold (the shard's range; keys x dim) is
+  // INVALID_ARGUMENT, more than max_block_values RESOURCE_EXHAUSTED. `what`
+  // names the field in errors.
+  absl::StatusOr<absl::Span<const float>> ReadGradient(
+      absl::string_view table, TableKind kind, uint64_t keys,
+      absl::string_view bytes, bool encoded, std::vector<float>* scratch,
+      absl::string_view what) const;
 
   // Dense: copies [offset, offset + out.size()) into out once the table's
   // policy lets `ctx` read (or fails with DEADLINE_EXCEEDED at ctx.deadline).
@@ -196,6 +208,7 @@ class ParameterStore {
     std::shared_ptr<Partition> partition;
     DenseTable* dense = nullptr;
     SparseTable* sparse = nullptr;
+    uint64_t reserved_bytes = 0;  // counted against max_shard_bytes
   };
   absl::StatusOr<std::shared_ptr<Entry>> Find(absl::string_view name) const;
   absl::StatusOr<std::shared_ptr<Entry>> FindKind(absl::string_view name,
@@ -216,8 +229,10 @@ class ParameterStore {
   const uint32_t shard_index_;
   const uint32_t num_shards_;
   const Clock* const clock_;
+  const ServerLimits limits_;
   Membership membership_;
   mutable absl::Mutex mu_;
+  uint64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // Tables are never removed while the store lives; shared_ptr lets a request
   // keep using one without holding mu_.
   absl::flat_hash_map<std::string, std::shared_ptr<Entry>> tables_

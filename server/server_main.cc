@@ -4,6 +4,7 @@
 //   ps_server --cluster_file=/etc/taups/cluster.txt --shard_index=1
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "common/logging.h"
 #include "common/malloc_tuning.h"
 #include "server/cluster_file.h"
+#include "server/limits.h"
 #include "server/shard_server.h"
 #include "spdlog/spdlog.h"
 #ifdef TAUPS_HAVE_SYSTEMD
@@ -42,6 +44,25 @@ ABSL_FLAG(int, stats_interval_s, 10,
 ABSL_FLAG(double, lease_s, 10.0,
           "Lease granted to a worker that asks for none: a worker silent for "
           "longer is declared dead and leaves every barrier and quorum.");
+// Limits (server/limits.h): what one table or request may make the shard
+// allocate, checked before anything is.
+ABSL_FLAG(uint64_t, max_table_mb, 2048,
+          "Most MiB one table's part on this shard may take, optimizer state "
+          "included.");
+ABSL_FLAG(uint64_t, max_shard_mb, 16384,
+          "Most MiB all tables' parts on this shard may take together.");
+ABSL_FLAG(uint64_t, sparse_default_max_rows, uint64_t{1} << 22,
+          "Row limit per shard of a sparse table created without a bound of "
+          "its own (lowered to what --max_table_mb buys).");
+ABSL_FLAG(uint64_t, max_tables, 1024, "Most tables on this shard.");
+ABSL_FLAG(uint64_t, max_keys_per_request, uint64_t{1} << 22,
+          "Most keys in one sparse pull or push.");
+ABSL_FLAG(uint64_t, max_pull_mb, 256,
+          "Most MiB of one pull's answer (and at most --max_message_mb).");
+ABSL_FLAG(uint64_t, max_block_values, uint64_t{1} << 26,
+          "Most values one encoded gradient block may decode to.");
+ABSL_FLAG(uint64_t, max_table_name_length, 128,
+          "Most characters of a table name.");
 ABSL_FLAG(std::string, log_level, "info",
           "Least severe level logged: trace, debug, info, warn, error, "
           "critical or off (case-insensitive)");
@@ -63,7 +84,33 @@ constexpr taups::FlagRange kFlagRanges[] = {
     // Workers may ask for leases up to an hour (Register), so the default
     // may be as long.
     {"lease_s", 0, 3600, /*min_open=*/true},
+    {"max_table_mb", 1, taups::ServerLimits::kMaxMb},
+    {"max_shard_mb", 1, taups::ServerLimits::kMaxMb},
+    {"sparse_default_max_rows", taups::ServerLimits::kMinSparseRows,
+     taups::ServerLimits::kMaxSparseRows},
+    {"max_tables", 1, taups::ServerLimits::kMaxTables},
+    {"max_keys_per_request", 1, taups::ServerLimits::kMaxKeys},
+    {"max_pull_mb", 1, taups::ServerLimits::kMaxPullMb},
+    {"max_block_values", 1, taups::ServerLimits::kMaxBlockValues},
+    {"max_table_name_length", 1, taups::kMaxTableNameLength},
 };
+
+// The limits the flags ask for; the caller validates them (Start does).
+taups::ServerLimits LimitsFromFlags() {
+  taups::ServerLimits limits;
+  limits.max_table_bytes = absl::GetFlag(FLAGS_max_table_mb) << 20;
+  limits.max_shard_bytes = absl::GetFlag(FLAGS_max_shard_mb) << 20;
+  limits.default_sparse_rows = absl::GetFlag(FLAGS_sparse_default_max_rows);
+  limits.max_tables = absl::GetFlag(FLAGS_max_tables);
+  limits.max_keys_per_request = absl::GetFlag(FLAGS_max_keys_per_request);
+  limits.max_pull_bytes =
+      std::min<uint64_t>(absl::GetFlag(FLAGS_max_pull_mb),
+                         absl::GetFlag(FLAGS_max_message_mb))
+      << 20;
+  limits.max_block_values = absl::GetFlag(FLAGS_max_block_values);
+  limits.max_name_length = absl::GetFlag(FLAGS_max_table_name_length);
+  return limits;
+}
 
 int Fail(const absl::Status& status) {
   taups::LogFailure(status.ToString());
@@ -119,6 +166,8 @@ int main(int argc, char** argv) {
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) * (1 << 20);
   options.stats_interval = absl::Seconds(absl::GetFlag(FLAGS_stats_interval_s));
   options.default_lease = absl::Seconds(absl::GetFlag(FLAGS_lease_s));
+  options.limits = LimitsFromFlags();
+  if (absl::Status s = options.limits.Validate(); !s.ok()) return FailFlags(s);
 
   // Signals are taken by a watcher thread; every other thread blocks them.
   sigset_t signals;

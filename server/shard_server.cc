@@ -38,7 +38,7 @@ absl::Status ShardServerOptions::Validate() const {
   if (max_message_bytes < (1 << 20)) {
     return absl::InvalidArgumentError("max_message_bytes must be >= 1 MiB");
   }
-  return absl::OkStatus();
+  return limits.Validate();
 }
 
 struct ShardServer::State {
@@ -122,7 +122,7 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
   state->incarnation = NewIncarnation();
   state->store = std::make_unique<ParameterStore>(
       options.shard_index, options.num_shards, RealClock::Get(),
-      options.default_lease);
+      options.default_lease, options.limits);
   state->service = std::make_unique<ParameterServerService>(
       state->store.get(), state->incarnation);
 

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/limits.h"
 
 namespace taups {
 
@@ -31,6 +32,8 @@ struct ShardServerOptions {
   absl::Duration default_lease = absl::Seconds(10);
   // How often leases and semi-sync timeouts are checked.
   absl::Duration tick_interval = absl::Milliseconds(5);
+  // What tables and requests may make this shard allocate (limits.h).
+  ServerLimits limits;
 
   absl::Status Validate() const;
 };
