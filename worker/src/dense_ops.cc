@@ -42,6 +42,7 @@ std::future<absl::StatusOr<PullInfo>> GrpcClient::PullDenseAsync(
   if (config.kind != TableKind::kDense || values.size() != config.dense_size) {
     return Ready<PullInfo>(SizeMismatch(config, values.size()));
   }
+  BeginStep(std::string(table), config.consistency.kind);
   struct State {
     absl::Mutex mu;
     PullInfo info;
@@ -147,6 +148,7 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseImpl(
     return Ready<PushResult>(SizeMismatch(config, size));
   }
   std::string name(table);
+  EnsureLeases();
   const std::vector<uint64_t> base = BaseVersions(name, basis);
   if (base.size() != shards_.size()) {
     return Ready<PushResult>(absl::InvalidArgumentError(

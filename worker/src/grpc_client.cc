@@ -92,93 +92,28 @@ GrpcClient::GrpcClient(const ClientOptions& options,
     : options_(WithIncarnation(options)),
       policy_(PolicyFrom(options)),
       shards_(std::move(shards)),
-      incarnations_(new std::atomic<uint64_t>[shards_.size()]) {
+      incarnations_(new std::atomic<uint64_t>[shards_.size()]),
+      leases_(new ShardLease[shards_.size()]),
+      ownership_(std::make_shared<const OwnershipMap>(
+          OwnershipMap::Initial(static_cast<uint32_t>(shards_.size())))) {
   for (size_t s = 0; s < shards_.size(); ++s) incarnations_[s] = 0;
 }
 
 GrpcClient::~GrpcClient() {
-  stop_heartbeats_.Notify();
+  // A worker that did not say goodbye does now, so the shards record it as
+  // having left rather than declare it dead when its lease runs out.
+  const absl::Status left = Leave();
+  if (!left.ok()) {
+    spdlog::warn("worker {} could not leave every shard: {}; its lease will "
+                 "run out there instead",
+                 options_.worker_id, left.ToString());
+  }
+  if (!stop_heartbeats_.HasBeenNotified()) stop_heartbeats_.Notify();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   // Callbacks may still be unwinding after their futures became ready.
   absl::MutexLock lock(&calls_mu_);
   calls_mu_.Await(absl::Condition(
       +[](int64_t* n) { return *n == 0; }, &calls_in_flight_));
-}
-
-void GrpcClient::CatchUp(uint64_t step) {
-  uint64_t current = clock_.load();
-  while (current < step && !clock_.compare_exchange_weak(current, step)) {
-  }
-}
-
-absl::Status GrpcClient::RegisterWith(uint32_t shard) {
-  v1::RegisterRequest request;
-  request.set_worker_id(options_.worker_id);
-  request.set_worker_incarnation(options_.worker_incarnation);
-  request.set_lease_s(absl::ToDoubleSeconds(options_.lease));
-  std::promise<absl::Status> done;
-  Call<v1::RegisterRequest, v1::RegisterResponse>(
-      shard, std::move(request),
-      [](Stub* stub, grpc::ClientContext* ctx, const v1::RegisterRequest* req,
-         v1::RegisterResponse* resp, std::function<void(grpc::Status)> cb) {
-        stub->async()->Register(ctx, req, resp, std::move(cb));
-      },
-      [this, shard, &done](const absl::Status& status,
-                           v1::RegisterResponse* response) {
-        if (status.ok()) {
-          NoteIncarnation(shard, response->server_incarnation());
-          for (const auto& [table, clock] : response->start_clock()) {
-            CatchUp(clock);
-          }
-          const int64_t every_ms = std::max<int64_t>(
-              10, static_cast<int64_t>(response->heartbeat_every_s() * 1000));
-          int64_t current = heartbeat_every_ms_.load();
-          while (every_ms < current &&
-                 !heartbeat_every_ms_.compare_exchange_weak(current, every_ms)) {
-          }
-        }
-        done.set_value(status);
-      });
-  return done.get_future().get();
-}
-
-absl::Status GrpcClient::StartMembership() {
-  heartbeat_every_ms_ = std::numeric_limits<int64_t>::max();
-  for (uint32_t s = 0; s < shards_.size(); ++s) RETURN_IF_ERROR(RegisterWith(s));
-  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
-  return absl::OkStatus();
-}
-
-void GrpcClient::HeartbeatLoop() {
-  while (!stop_heartbeats_.WaitForNotificationWithTimeout(
-      absl::Milliseconds(heartbeat_every_ms_.load()))) {
-    for (uint32_t s = 0; s < shards_.size(); ++s) {
-      v1::HeartbeatRequest request;
-      request.set_worker_id(options_.worker_id);
-      request.set_worker_incarnation(options_.worker_incarnation);
-      v1::HeartbeatResponse response;
-      grpc::ClientContext context;
-      context.set_deadline(absl::ToChronoTime(
-          absl::Now() + absl::Milliseconds(heartbeat_every_ms_.load()) * 2));
-      const grpc::Status status =
-          shards_[s]->Pick()->Heartbeat(&context, request, &response);
-      if (!status.ok()) {
-        spdlog::warn("heartbeat to shard {} failed: {}", s,
-                     status.error_message());
-        continue;
-      }
-      if (!response.known()) {
-        spdlog::warn("shard {} no longer knows worker {} (lease expired or "
-                     "shard restarted); registering again",
-                     s, options_.worker_id);
-        absl::Status registered = RegisterWith(s);
-        if (!registered.ok()) {
-          spdlog::warn("re-registering with shard {} failed: {}", s,
-                       registered.ToString());
-        }
-      }
-    }
-  }
 }
 
 bool GrpcClient::NoteIncarnation(uint32_t shard, uint64_t incarnation) {
@@ -201,15 +136,41 @@ v1::PushOrigin GrpcClient::NextOrigin() {
   return origin;
 }
 
+std::shared_ptr<const OwnershipMap> GrpcClient::Ownership() const {
+  absl::MutexLock lock(&mu_);
+  return ownership_;
+}
+
+absl::Status GrpcClient::AdoptOwnership(const OwnershipMap& map) {
+  absl::MutexLock lock(&mu_);
+  if (map.num_shards() != shards_.size()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "ownership map epoch ", map.epoch(), " is for ", map.num_shards(),
+        " shards; this client has ", shards_.size()));
+  }
+  if (map.epoch() < ownership_->epoch() ||
+      (map.epoch() == ownership_->epoch() && !(map == *ownership_))) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "ownership map epoch ", map.epoch(), " does not follow the map in use (epoch ",
+        ownership_->epoch(), ")"));
+  }
+  ownership_ = std::make_shared<const OwnershipMap>(map);
+  // Dense plans follow the new map at each table's next use.
+  tables_.clear();
+  return absl::OkStatus();
+}
+
 std::shared_ptr<const GrpcClient::TableMeta> GrpcClient::Remember(
     const TableConfig& config) {
   auto meta = std::make_shared<TableMeta>();
   meta->config = config;
+  absl::MutexLock lock(&mu_);
+  // Planned under the lock, so a plan never outlives the map it was made by.
+  meta->ownership = ownership_;
   if (config.kind == TableKind::kDense) {
-    meta->slices = PlanDenseSlices(config.dense_size, num_shards(),
+    meta->slices = PlanDenseSlices(*meta->ownership, config.dense_size,
                                    options_.slice_bytes / sizeof(float));
   }
-  absl::MutexLock lock(&mu_);
   tables_[config.name] = meta;
   return meta;
 }

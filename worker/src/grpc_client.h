@@ -4,8 +4,17 @@
 // tensors), all in flight at once, and joins them with a FanIn. Blocking
 // forms wait on the asynchronous ones.
 //
-// Thread-safe. mu_ guards the table cache and the last-pulled versions;
-// it is never held across an RPC.
+// Membership (membership_ops.cc): the client registers with every shard and
+// renews its leases from a heartbeat thread, one asynchronous heartbeat per
+// shard with its own deadline, so a shard that does not answer delays no
+// other. A lease that may have lapsed (the process was paused, say) is
+// renewed, or the worker registered again, before the next pull or push. The
+// clock a shard gives a (re)joining worker is kept per table and applied at
+// that table's next pull, the start of a step, never in the middle of one.
+//
+// Thread-safe. mu_ guards the table cache, the last-pulled versions and the
+// join clocks; membership_mu_ guards whether the worker left and the
+// membership calls in flight. Neither is held across an RPC.
 #ifndef TAUPS_WORKER_SRC_GRPC_CLIENT_H_
 #define TAUPS_WORKER_SRC_GRPC_CLIENT_H_
 
@@ -19,6 +28,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "common/ownership_map.h"
 #include "taups/client.h"
 #include "worker/src/delayed_runner.h"
 #include "worker/src/retrying_call.h"
@@ -49,6 +59,7 @@ class GrpcClient final : public Client {
   absl::StatusOr<TransferCounters> Transfers(absl::string_view table) override;
   uint64_t clock() const override { return clock_.load(); }
   void Clock() override { clock_.fetch_add(1); }
+  absl::Status Leave() override;
 
   // Registers with every shard and starts the heartbeat thread.
   absl::Status StartMembership();
@@ -85,12 +96,32 @@ class GrpcClient final : public Client {
                                         absl::Span<const float> gradients,
                                         const PullInfo* basis) override;
 
+  // The ownership map requests are routed by (epoch 1 until replaced).
+  std::shared_ptr<const OwnershipMap> Ownership() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Routes later requests by `map`. FAILED_PRECONDITION when it is for
+  // another number of shards, older than the map in use, or a different map
+  // at the same epoch. Dense slice plans are made again from it.
+  absl::Status AdoptOwnership(const OwnershipMap& map) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Tests: while paused, the heartbeat thread sends nothing (as if the
+  // process were stopped), so the shards let the lease run out.
+  void PauseHeartbeatsForTest(bool paused) { heartbeats_paused_ = paused; }
+
  private:
   // What the client knows of a table: its config and, for dense tables, the
   // slice plan (fixed for the table's life).
   struct TableMeta {
     TableConfig config;
+    std::shared_ptr<const OwnershipMap> ownership;  // the plan's map
     std::vector<DenseSlice> slices;
+  };
+  // One shard's lease as this client knows it.
+  struct ShardLease {
+    std::atomic<bool> beating{false};  // a heartbeat or re-register in flight
+    // When the last renewal the shard confirmed was sent, and the lease it
+    // granted (0 = not registered).
+    std::atomic<int64_t> renewed_ns{0};
+    std::atomic<int64_t> lease_ns{0};
   };
 
   absl::StatusOr<std::shared_ptr<const TableMeta>> Meta(absl::string_view name);
@@ -117,7 +148,27 @@ class GrpcClient final : public Client {
   v1::PushOrigin NextOrigin();
   // Moves the clock up to `step` if it is behind.
   void CatchUp(uint64_t step);
+  // Before a pull or push: renews, synchronously, every lease that may have
+  // lapsed (registering again where the shard forgot this worker).
+  void EnsureLeases() ABSL_LOCKS_EXCLUDED(mu_, membership_mu_);
+  // At the start of a pull of `table` (a step): EnsureLeases, then moves the
+  // clock up to the step a shard gave this worker for `table` when it last
+  // (re)joined, unless `kind` is async (its clock means nothing there).
+  void BeginStep(const std::string& table, ConsistencyKind kind)
+      ABSL_LOCKS_EXCLUDED(mu_, membership_mu_);
   absl::Status RegisterWith(uint32_t shard);
+  // Registers with `shard`; `done` runs once with the outcome.
+  void RegisterAsync(uint32_t shard, std::function<void(absl::Status)> done);
+  // One heartbeat to `shard` (one attempt, a deadline of about one
+  // interval); registers again if the shard no longer knows this worker.
+  // `done` runs once when all of that finished.
+  void RenewAsync(uint32_t shard, std::function<void()> done);
+  // Counts a membership call in flight; false once the worker left.
+  bool StartMembershipCall() ABSL_LOCKS_EXCLUDED(membership_mu_);
+  void EndMembershipCall() ABSL_LOCKS_EXCLUDED(membership_mu_);
+  absl::Duration HeartbeatEvery() const {
+    return absl::Milliseconds(heartbeat_every_ms_.load());
+  }
   void HeartbeatLoop();
 
   // Starts one retried RPC. Counts it in flight until `done` has returned,
@@ -125,12 +176,20 @@ class GrpcClient final : public Client {
   template <typename Request, typename Response, typename Invoke>
   void Call(uint32_t shard, Request request, Invoke invoke,
             std::function<void(const absl::Status&, Response*)> done) {
+    CallWith<Request, Response>(policy_, shard, std::move(request),
+                                std::move(invoke), std::move(done));
+  }
+  // The same with its own retry policy (attempts, deadline).
+  template <typename Request, typename Response, typename Invoke>
+  void CallWith(const RetryPolicy& policy, uint32_t shard, Request request,
+                Invoke invoke,
+                std::function<void(const absl::Status&, Response*)> done) {
     {
       absl::MutexLock lock(&calls_mu_);
       ++calls_in_flight_;
     }
     StartCall<Request, Response>(
-        shards_[shard].get(), &runner_, policy_, std::move(request),
+        shards_[shard].get(), &runner_, policy, std::move(request),
         std::move(invoke),
         [this, done = std::move(done)](const absl::Status& status,
                                        Response* response) {
@@ -147,13 +206,14 @@ class GrpcClient final : public Client {
   template <typename Request, typename Response, typename Invoke>
   absl::Status CallEveryShard(
       const Request& request, Invoke invoke,
-      std::function<absl::Status(uint32_t, Response*)> on_response) {
+      std::function<absl::Status(uint32_t, Response*)> on_response,
+      const RetryPolicy* policy = nullptr) {
     auto promise = std::make_shared<std::promise<absl::Status>>();
     auto fan = std::make_shared<FanIn>(
         shards_.size(), [promise](absl::Status s) { promise->set_value(s); });
     for (uint32_t s = 0; s < shards_.size(); ++s) {
-      Call<Request, Response>(
-          s, request, invoke,
+      CallWith<Request, Response>(
+          policy != nullptr ? *policy : policy_, s, request, invoke,
           [s, fan, on_response](const absl::Status& status, Response* response) {
             fan->Report(status.ok() ? on_response(s, response) : status);
           });
@@ -168,13 +228,23 @@ class GrpcClient final : public Client {
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> clock_{0};
   std::atomic<int64_t> heartbeat_every_ms_{1000};
+  std::unique_ptr<ShardLease[]> leases_;  // per shard
+  std::atomic<bool> membership_started_{false};
+  std::atomic<bool> heartbeats_paused_{false};
   absl::Notification stop_heartbeats_;
   std::thread heartbeat_thread_;
+  absl::Mutex membership_mu_;
+  bool left_ ABSL_GUARDED_BY(membership_mu_) = false;
+  int64_t membership_calls_ ABSL_GUARDED_BY(membership_mu_) = 0;
   absl::Mutex calls_mu_;
   int64_t calls_in_flight_ ABSL_GUARDED_BY(calls_mu_) = 0;
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const OwnershipMap> ownership_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<const TableMeta>> tables_
       ABSL_GUARDED_BY(mu_);
+  // Per table: the clock the shards gave this worker at its last (re)join,
+  // not applied yet (the largest, when shards differ).
+  absl::flat_hash_map<std::string, uint64_t> join_clocks_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::vector<uint64_t>> last_pulled_
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<const RowVersionBasis>>

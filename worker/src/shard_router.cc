@@ -3,16 +3,15 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
-#include "common/shard_map.h"
 
 namespace taups {
 
-std::vector<DenseSlice> PlanDenseSlices(uint64_t size, uint32_t num_shards,
+std::vector<DenseSlice> PlanDenseSlices(const OwnershipMap& map, uint64_t size,
                                         uint64_t slice_elements) {
   std::vector<DenseSlice> slices;
   slice_elements = std::max<uint64_t>(slice_elements, 1);
-  for (uint32_t shard = 0; shard < num_shards; ++shard) {
-    const Range range = DenseShardRange(size, num_shards, shard);
+  for (uint32_t shard = 0; shard < map.num_shards(); ++shard) {
+    const Range range = map.DenseRangeOf(size, shard);
     if (range.size() == 0) continue;
     const uint64_t pieces = (range.size() + slice_elements - 1) / slice_elements;
     // Even pieces: no tiny tail slice.
@@ -31,11 +30,11 @@ std::vector<DenseSlice> PlanDenseSlices(uint64_t size, uint32_t num_shards,
 }
 
 std::vector<ShardKeys> GroupKeysByShard(absl::Span<const uint64_t> keys,
-                                        uint32_t num_shards) {
-  std::vector<ShardKeys> groups(num_shards);
-  std::vector<absl::flat_hash_map<uint64_t, uint32_t>> index(num_shards);
+                                        const OwnershipMap& map) {
+  std::vector<ShardKeys> groups(map.num_shards());
+  std::vector<absl::flat_hash_map<uint64_t, uint32_t>> index(map.num_shards());
   for (uint32_t i = 0; i < keys.size(); ++i) {
-    const uint32_t shard = SparseShardOf(keys[i], num_shards);
+    const uint32_t shard = map.SparseOwnerOf(keys[i]);
     ShardKeys& group = groups[shard];
     auto [it, inserted] = index[shard].try_emplace(
         keys[i], static_cast<uint32_t>(group.keys.size()));

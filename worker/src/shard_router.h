@@ -1,10 +1,11 @@
 // ShardRouter: how one client request is cut into per-shard pieces.
 //
-// Dense: a table's global range is split by DenseShardRange, and each shard's
-// part into slices of at most `slice_elements`, so that large tensors travel
-// as several concurrent messages. Sparse: keys are grouped by owning shard,
-// duplicates collapsed (for pulls: fetched once and copied to every position;
-// for pushes: gradients summed).
+// Who owns what comes from an OwnershipMap (common/ownership_map.h), the same
+// map the shards check requests against. Dense: each shard's range of the
+// table is cut into slices of at most `slice_elements`, so that large tensors
+// travel as several concurrent messages. Sparse: keys are grouped by owning
+// shard, duplicates collapsed (for pulls: fetched once and copied to every
+// position; for pushes: gradients summed).
 //
 // Pure functions of their inputs; thread-compatible.
 #ifndef TAUPS_WORKER_SRC_SHARD_ROUTER_H_
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "common/ownership_map.h"
 
 namespace taups {
 
@@ -25,9 +27,17 @@ struct DenseSlice {
   uint32_t index_in_shard = 0;   // this slice's place among them
 };
 
-// Slices covering [0, size) for `num_shards` shards, in shard order.
-std::vector<DenseSlice> PlanDenseSlices(uint64_t size, uint32_t num_shards,
+// Slices covering [0, size), each inside one shard's range of `map`, in
+// shard order.
+std::vector<DenseSlice> PlanDenseSlices(const OwnershipMap& map, uint64_t size,
                                         uint64_t slice_elements);
+// The same for the epoch-1 layout of `num_shards` shards.
+inline std::vector<DenseSlice> PlanDenseSlices(uint64_t size,
+                                               uint32_t num_shards,
+                                               uint64_t slice_elements) {
+  return PlanDenseSlices(OwnershipMap::Initial(num_shards), size,
+                         slice_elements);
+}
 
 // Keys of one request for one shard.
 struct ShardKeys {
@@ -37,9 +47,9 @@ struct ShardKeys {
   std::vector<std::pair<uint32_t, uint32_t>> positions;
 };
 
-// Groups `keys` by shard (result indexed by shard).
+// Groups `keys` by their owner in `map` (result indexed by shard).
 std::vector<ShardKeys> GroupKeysByShard(absl::Span<const uint64_t> keys,
-                                        uint32_t num_shards);
+                                        const OwnershipMap& map);
 
 // Per-shard gradients for a push: gradients[i * dim ...] of request key i is
 // added into the row of its unique key. Returns one float vector per shard,

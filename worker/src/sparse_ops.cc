@@ -65,6 +65,7 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(
   const TableConfig& config = (*meta)->config;
   absl::Status valid = CheckSparse(config, keys.size(), rows.size(), "rows");
   if (!valid.ok()) return valid;
+  BeginStep(std::string(table), config.consistency.kind);
   // Shared with the callbacks, which may still be unwinding when this call
   // returns.
   struct State {
@@ -81,7 +82,8 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(
   if (with_versions) state->row_versions.assign(keys.size(), 0);
 
   const absl::Time start = absl::Now();
-  const std::vector<ShardKeys> groups = GroupKeysByShard(keys, num_shards());
+  const std::vector<ShardKeys> groups =
+      GroupKeysByShard(keys, *(*meta)->ownership);
   const uint32_t dim = config.dim;
   size_t calls = 0;
   for (const ShardKeys& g : groups) calls += g.keys.empty() ? 0 : 1;
@@ -199,7 +201,9 @@ absl::StatusOr<PushResult> GrpcClient::PushSparse(
         "basis.shard_versions must hold one version per shard");
   }
 
-  const std::vector<ShardKeys> groups = GroupKeysByShard(keys, num_shards());
+  EnsureLeases();
+  const std::vector<ShardKeys> groups =
+      GroupKeysByShard(keys, *(*meta)->ownership);
   const std::vector<std::vector<float>> merged =
       MergeSparseGradients(groups, gradients, config.dim);
   // Row versions of the basis pull go back with the push: per-row tau.

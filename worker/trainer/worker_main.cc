@@ -250,6 +250,10 @@ absl::Status Run() {
   } else {
     ASSIGN_OR_RETURN(summary, RunCtrTraining(*client, *backend, options));
   }
+  // Done: the shards record this worker as having left, and a sync step no
+  // longer waits for it, instead of declaring it dead when its lease runs out.
+  const absl::Status left = client->Leave();
+  if (!left.ok()) spdlog::warn("leaving the cluster: {}", left.ToString());
   std::printf("%s\n", summary.ToJson().c_str());
   std::fflush(stdout);
   return absl::OkStatus();

@@ -27,6 +27,13 @@
 //
 // Every call has a deadline (ClientOptions::call_timeout) and retries with
 // exponential backoff while a shard answers UNAVAILABLE.
+//
+// Membership: with register_worker (the default) the client holds a lease on
+// every shard, renewed in the background. A worker that is done calls
+// Leave(); destroying the Client leaves too if Leave() was not called. A
+// worker whose lease ran out (the process was stopped, the network cut)
+// registers again on its own, and its clock moves to the step the shard
+// gives it at the start of its next step (its next pull).
 #ifndef TAUPS_CLIENT_H_
 #define TAUPS_CLIENT_H_
 
@@ -253,6 +260,18 @@ class Client {
   // once after each step (after pushing every table of that step).
   virtual uint64_t clock() const = 0;
   virtual void Clock() = 0;
+
+  // Tells every shard this worker is done: it leaves every barrier, quorum
+  // and SSP minimum at once, and the shards record it as having left (not
+  // as dead, not a lease expiration). Heartbeats stop. Later pulls and async
+  // pushes still work; pushes to sync and semi_sync tables are refused
+  // (FAILED_PRECONDITION) because the worker is no longer registered.
+  // Calling it again does nothing and returns OK; so does a client created
+  // with register_worker = false. Returns the first shard's error (each
+  // shard is asked with at most a few short attempts; UNAVAILABLE if one
+  // could not be reached, which then lets the lease run out instead). The
+  // destructor calls it when it was not called.
+  virtual absl::Status Leave() { return absl::OkStatus(); }
 
   // Dense tables. `values` / `gradient` cover the whole table
   // (size == dense_size). With compression the gradient is encoded (and

@@ -1,0 +1,244 @@
+// GrpcClient's membership: registration, heartbeats, Leave, and the clock a
+// (re)joining worker resumes at.
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "spdlog/spdlog.h"
+#include "worker/src/grpc_client.h"
+
+namespace taups {
+namespace {
+
+int64_t NowNs() { return absl::ToUnixNanos(absl::Now()); }
+
+// A heartbeat is one attempt with a deadline of about one interval: the next
+// round sends a fresh one, so retrying this one would only pile calls up.
+RetryPolicy HeartbeatPolicy(absl::Duration every) {
+  RetryPolicy policy;
+  policy.max_attempts = 1;
+  policy.call_timeout = std::max(every, absl::Milliseconds(100));
+  return policy;
+}
+
+}  // namespace
+
+void GrpcClient::CatchUp(uint64_t step) {
+  uint64_t current = clock_.load();
+  while (current < step && !clock_.compare_exchange_weak(current, step)) {
+  }
+}
+
+bool GrpcClient::StartMembershipCall() {
+  absl::MutexLock lock(&membership_mu_);
+  if (left_) return false;
+  ++membership_calls_;
+  return true;
+}
+
+void GrpcClient::EndMembershipCall() {
+  absl::MutexLock lock(&membership_mu_);
+  --membership_calls_;
+}
+
+void GrpcClient::RegisterAsync(uint32_t shard,
+                               std::function<void(absl::Status)> done) {
+  if (!StartMembershipCall()) {
+    return done(absl::FailedPreconditionError("the worker left"));
+  }
+  v1::RegisterRequest request;
+  request.set_worker_id(options_.worker_id);
+  request.set_worker_incarnation(options_.worker_incarnation);
+  request.set_lease_s(absl::ToDoubleSeconds(options_.lease));
+  const int64_t sent_ns = NowNs();
+  Call<v1::RegisterRequest, v1::RegisterResponse>(
+      shard, std::move(request),
+      [](Stub* stub, grpc::ClientContext* ctx, const v1::RegisterRequest* req,
+         v1::RegisterResponse* resp, std::function<void(grpc::Status)> cb) {
+        stub->async()->Register(ctx, req, resp, std::move(cb));
+      },
+      [this, shard, sent_ns, done = std::move(done)](
+          const absl::Status& status, v1::RegisterResponse* response) {
+        if (status.ok()) {
+          NoteIncarnation(shard, response->server_incarnation());
+          {
+            // Applied at each table's next pull (BeginStep): applying it
+            // now could move the clock in the middle of a step.
+            absl::MutexLock lock(&mu_);
+            for (const auto& [table, clock] : response->start_clock()) {
+              uint64_t& join = join_clocks_[table];
+              join = std::max(join, clock);
+            }
+          }
+          ShardLease& lease = leases_[shard];
+          lease.lease_ns = static_cast<int64_t>(response->lease_s() * 1e9);
+          lease.renewed_ns = sent_ns;
+          const int64_t every_ms = std::max<int64_t>(
+              10, static_cast<int64_t>(response->heartbeat_every_s() * 1000));
+          int64_t current = heartbeat_every_ms_.load();
+          while (every_ms < current &&
+                 !heartbeat_every_ms_.compare_exchange_weak(current, every_ms)) {
+          }
+        }
+        done(status);
+        EndMembershipCall();
+      });
+}
+
+absl::Status GrpcClient::RegisterWith(uint32_t shard) {
+  std::promise<absl::Status> done;
+  RegisterAsync(shard, [&done](absl::Status status) { done.set_value(status); });
+  return done.get_future().get();
+}
+
+absl::Status GrpcClient::StartMembership() {
+  heartbeat_every_ms_ = std::numeric_limits<int64_t>::max();
+  for (uint32_t s = 0; s < shards_.size(); ++s) RETURN_IF_ERROR(RegisterWith(s));
+  membership_started_ = true;
+  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+  return absl::OkStatus();
+}
+
+void GrpcClient::RenewAsync(uint32_t shard, std::function<void()> done) {
+  if (!StartMembershipCall()) return done();
+  v1::HeartbeatRequest request;
+  request.set_worker_id(options_.worker_id);
+  request.set_worker_incarnation(options_.worker_incarnation);
+  const int64_t sent_ns = NowNs();
+  CallWith<v1::HeartbeatRequest, v1::HeartbeatResponse>(
+      HeartbeatPolicy(HeartbeatEvery()), shard, std::move(request),
+      [](Stub* stub, grpc::ClientContext* ctx, const v1::HeartbeatRequest* req,
+         v1::HeartbeatResponse* resp, std::function<void(grpc::Status)> cb) {
+        stub->async()->Heartbeat(ctx, req, resp, std::move(cb));
+      },
+      [this, shard, sent_ns, done = std::move(done)](
+          const absl::Status& status, v1::HeartbeatResponse* response) {
+        if (!status.ok()) {
+          spdlog::warn("heartbeat to shard {} failed: {}", shard,
+                       status.ToString());
+        } else if (response->known()) {
+          leases_[shard].renewed_ns = sent_ns;
+        } else {
+          bool left = false;
+          {
+            absl::MutexLock lock(&membership_mu_);
+            left = left_;
+          }
+          if (!left) {
+            spdlog::warn("shard {} no longer knows worker {} (lease expired or "
+                         "shard restarted); registering again",
+                         shard, options_.worker_id);
+            // Still counted as in flight: Leave waits for the registration.
+            RegisterAsync(shard, [this, shard, done](absl::Status registered) {
+              if (!registered.ok()) {
+                spdlog::warn("re-registering with shard {} failed: {}", shard,
+                             registered.ToString());
+              }
+              done();
+            });
+            EndMembershipCall();
+            return;
+          }
+        }
+        done();
+        EndMembershipCall();
+      });
+}
+
+void GrpcClient::HeartbeatLoop() {
+  while (!stop_heartbeats_.WaitForNotificationWithTimeout(HeartbeatEvery())) {
+    if (heartbeats_paused_) continue;
+    for (uint32_t s = 0; s < shards_.size(); ++s) {
+      // A shard whose last heartbeat is still out (it is slow or gone) is
+      // skipped this round; the others are not held up by it.
+      if (leases_[s].beating.exchange(true)) continue;
+      RenewAsync(s, [this, s] { leases_[s].beating = false; });
+    }
+  }
+}
+
+void GrpcClient::EnsureLeases() {
+  if (!membership_started_) return;
+  const int64_t now = NowNs();
+  std::vector<uint32_t> lapsing;
+  for (uint32_t s = 0; s < shards_.size(); ++s) {
+    // Renewed regularly, a lease is never older than a quarter of itself
+    // plus a round trip; past half of it, it may be lost by the time the
+    // request lands, so renew (or register again) first.
+    const ShardLease& lease = leases_[s];
+    if (now - lease.renewed_ns.load() > lease.lease_ns.load() / 2) {
+      lapsing.push_back(s);
+    }
+  }
+  if (lapsing.empty()) return;
+  {
+    absl::MutexLock lock(&membership_mu_);
+    if (left_) return;
+  }
+  auto finished = std::make_shared<std::promise<void>>();
+  auto fan = std::make_shared<FanIn>(
+      lapsing.size(), [finished](absl::Status) { finished->set_value(); });
+  for (uint32_t s : lapsing) {
+    RenewAsync(s, [fan] { fan->Report(absl::OkStatus()); });
+  }
+  finished->get_future().wait();
+}
+
+void GrpcClient::BeginStep(const std::string& table, ConsistencyKind kind) {
+  EnsureLeases();
+  uint64_t join = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = join_clocks_.find(table);
+    if (it == join_clocks_.end()) return;
+    join = it->second;
+    join_clocks_.erase(it);
+  }
+  if (kind != ConsistencyKind::kAsync) CatchUp(join);
+}
+
+absl::Status GrpcClient::Leave() {
+  if (!membership_started_) return absl::OkStatus();
+  {
+    absl::MutexLock lock(&membership_mu_);
+    if (left_) return absl::OkStatus();
+    left_ = true;
+  }
+  stop_heartbeats_.Notify();
+  if (heartbeat_thread_.joinable() &&
+      heartbeat_thread_.get_id() != std::this_thread::get_id()) {
+    heartbeat_thread_.join();
+  }
+  {
+    // A heartbeat or registration still out could land after the Leave and
+    // make the worker live again.
+    absl::MutexLock lock(&membership_mu_);
+    membership_mu_.Await(absl::Condition(
+        +[](int64_t* n) { return *n == 0; }, &membership_calls_));
+  }
+  RetryPolicy policy = policy_;
+  policy.max_attempts = std::min(policy.max_attempts, 3);
+  policy.call_timeout = std::min(policy.call_timeout, absl::Seconds(5));
+  v1::LeaveRequest request;
+  request.set_worker_id(options_.worker_id);
+  request.set_worker_incarnation(options_.worker_incarnation);
+  return CallEveryShard<v1::LeaveRequest, v1::LeaveResponse>(
+      request,
+      [](Stub* stub, grpc::ClientContext* ctx, const v1::LeaveRequest* req,
+         v1::LeaveResponse* resp, std::function<void(grpc::Status)> cb) {
+        stub->async()->Leave(ctx, req, resp, std::move(cb));
+      },
+      [this](uint32_t s, v1::LeaveResponse* response) {
+        NoteIncarnation(s, response->server_incarnation());
+        if (!response->known()) {
+          spdlog::info("shard {} did not know worker {} any more (its lease "
+                       "had run out, or the shard restarted)",
+                       s, options_.worker_id);
+        }
+        return absl::OkStatus();
+      },
+      &policy);
+}
+
+}  // namespace taups
