@@ -1,11 +1,14 @@
 #include "wire_convert.h"
 
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "common/histogram.h"
+#include "server/parameter_store.h"
 #include "server/push_types.h"
 #include "server/table_info.h"
+#include "server/wire_traffic.h"
 
 namespace taups {
 
@@ -298,6 +301,66 @@ void ToWire(const Histogram& h, v1::Distribution* wire) {
   for (size_t i = 0; i < last; ++i) {
     wire->add_bucket_bounds(i < h.bounds().size() ? h.bounds()[i] : h.max());
     wire->add_bucket_counts(h.counts()[i]);
+  }
+}
+
+void ToWire(const StoreStats& stats,
+            absl::FunctionRef<TableTraffic(absl::string_view)> traffic_of,
+            absl::Time now, v1::StatsResponse* wire) {
+  wire->set_shard_index(stats.shard_index);
+  wire->set_lease_expirations(stats.lease_expirations);
+  std::map<uint32_t, const WorkerStatus*> members;
+  for (const WorkerStatus& w : stats.workers) {
+    members[w.worker_id] = &w;
+    if (w.live) {
+      wire->set_live_workers(wire->live_workers() + 1);
+    } else {
+      wire->set_dead_workers(wire->dead_workers() + 1);
+    }
+  }
+  for (const auto& [info, table] : stats.tables) {
+    v1::TableStats* t = wire->add_tables();
+    ToWire(info, t->mutable_info());
+    if (info.config.kind == TableKind::kSparse) {
+      ToWire(table.row_tau, t->mutable_info()->mutable_sparse_row_tau());
+    }
+    ToWire(table.tau, t->mutable_tau());
+    t->set_pushes(table.pushes);
+    const TableTraffic traffic = traffic_of(info.config.name);
+    t->set_push_raw_bytes(traffic.push_raw_bytes);
+    t->set_push_wire_bytes(traffic.push_wire_bytes);
+    t->set_encoded_pushes(traffic.encoded_pushes);
+    t->set_bad_blocks(traffic.bad_blocks);
+    t->set_pull_raw_bytes(traffic.pull_raw_bytes);
+    t->set_pull_wire_bytes(traffic.pull_wire_bytes);
+    t->set_rejected(table.rejected);
+    t->set_downweighted(table.downweighted);
+    t->set_nonfinite_rejected(stats.nonfinite_rejections);
+    t->set_late_pushes(table.late);
+    t->set_steps_closed(table.steps_closed);
+    t->set_quorum_closes(table.quorum_closes);
+    t->set_timeout_closes(table.timeout_closes);
+    ToWire(table.step_wait_s, t->mutable_step_wait_s());
+    t->set_last_straggler(table.last_straggler < 0
+                              ? 0
+                              : static_cast<uint32_t>(table.last_straggler));
+    t->set_has_straggler(table.last_straggler >= 0);
+    for (const auto& [id, w] : table.workers) {
+      v1::WorkerStats* ws = t->add_workers();
+      ws->set_worker_id(id);
+      auto member = members.find(id);
+      if (member != members.end()) {
+        ws->set_live(member->second->live);
+        ws->set_last_seen_age_s(
+            absl::ToDoubleSeconds(now - member->second->last_seen));
+      }
+      ws->set_clock(w.clock);
+      ToWire(w.tau, ws->mutable_tau());
+      ws->set_rejected(w.rejected);
+      ws->set_downweighted(w.downweighted);
+      ws->set_steps_closed_last(w.closed_steps_as_last);
+      ws->set_missed_steps(w.missed_steps);
+    }
   }
 }
 

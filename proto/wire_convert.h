@@ -6,8 +6,11 @@
 
 #include <grpcpp/support/status.h>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "ps.pb.h"
 #include "taups/table_config.h"
 
@@ -39,6 +42,13 @@ void RowTauToWire(const PushOutcome& outcome, bool with_taus,
                   v1::PushResponse* wire);
 // Count, mean, p50, p99, max and the buckets up to the last non-empty one.
 void ToWire(const Histogram& histogram, v1::Distribution* wire);
+// A shard's statistics, all but server_incarnation: `traffic_of` gives a
+// table's wire traffic, `now` ages the workers' last-seen times.
+struct StoreStats;
+struct TableTraffic;
+void ToWire(const StoreStats& stats,
+            absl::FunctionRef<TableTraffic(absl::string_view)> traffic_of,
+            absl::Time now, v1::StatsResponse* wire);
 
 // absl and gRPC status codes share their numbering.
 grpc::Status ToGrpcStatus(const absl::Status& status);

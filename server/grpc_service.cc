@@ -1,8 +1,6 @@
 #include "server/grpc_service.h"
 
-#include <algorithm>
 #include <cmath>
-#include <map>
 #include <vector>
 
 #include "common/aligned_view.h"
@@ -149,7 +147,9 @@ grpc::Status ParameterServerService::PushDense(
       request->table(), TableKind::kDense, 0, request->gradient(),
       request->encoded(), &scratch, "PushDense gradient");
   if (!gradient.ok()) {
-    if (request->encoded()) traffic_.CountBadBlock(request->table());
+    if (request->encoded() && !absl::IsNotFound(gradient.status())) {
+      traffic_.CountBadBlock(request->table());  // of a table that exists
+    }
     store_->RefusePush(request->table(), meta, gradient.status());
     return ToGrpcStatus(gradient.status());
   }
@@ -214,7 +214,9 @@ grpc::Status ParameterServerService::PushSparse(
       request->table(), TableKind::kSparse, keys->size(), request->gradients(),
       request->encoded(), &gradient_scratch, "PushSparse gradients");
   if (!gradients.ok()) {
-    if (request->encoded()) traffic_.CountBadBlock(request->table());
+    if (request->encoded() && !absl::IsNotFound(gradients.status())) {
+      traffic_.CountBadBlock(request->table());  // of a table that exists
+    }
     return ToGrpcStatus(gradients.status());
   }
   absl::StatusOr<absl::Span<const uint64_t>> row_bases = ViewAs<uint64_t>(
@@ -296,64 +298,10 @@ grpc::Status ParameterServerService::Stats(grpc::ServerContext*,
     absl::StatusOr<TableInfo> exists = store_->GetTable(request->table());
     if (!exists.ok()) return ToGrpcStatus(exists.status());
   }
-  const StoreStats stats = store_->Stats(request->table());
-  const absl::Time now = absl::Now();
-  response->set_shard_index(stats.shard_index);
+  ToWire(store_->Stats(request->table()),
+         [this](absl::string_view table) { return traffic_.Of(table); },
+         absl::Now(), response);
   response->set_server_incarnation(incarnation_);
-  response->set_lease_expirations(stats.lease_expirations);
-  std::map<uint32_t, const WorkerStatus*> members;
-  for (const WorkerStatus& w : stats.workers) {
-    members[w.worker_id] = &w;
-    if (w.live) {
-      response->set_live_workers(response->live_workers() + 1);
-    } else {
-      response->set_dead_workers(response->dead_workers() + 1);
-    }
-  }
-  for (const auto& [info, table] : stats.tables) {
-    v1::TableStats* t = response->add_tables();
-    ToWire(info, t->mutable_info());
-    if (info.config.kind == TableKind::kSparse) {
-      ToWire(table.row_tau, t->mutable_info()->mutable_sparse_row_tau());
-    }
-    ToWire(table.tau, t->mutable_tau());
-    t->set_pushes(table.pushes);
-    const TableTraffic traffic = traffic_.Of(info.config.name);
-    t->set_push_raw_bytes(traffic.push_raw_bytes);
-    t->set_push_wire_bytes(traffic.push_wire_bytes);
-    t->set_encoded_pushes(traffic.encoded_pushes);
-    t->set_bad_blocks(traffic.bad_blocks);
-    t->set_pull_raw_bytes(traffic.pull_raw_bytes);
-    t->set_pull_wire_bytes(traffic.pull_wire_bytes);
-    t->set_rejected(table.rejected);
-    t->set_downweighted(table.downweighted);
-    t->set_nonfinite_rejected(stats.nonfinite_rejections);
-    t->set_late_pushes(table.late);
-    t->set_steps_closed(table.steps_closed);
-    t->set_quorum_closes(table.quorum_closes);
-    t->set_timeout_closes(table.timeout_closes);
-    ToWire(table.step_wait_s, t->mutable_step_wait_s());
-    t->set_last_straggler(table.last_straggler < 0
-                              ? 0
-                              : static_cast<uint32_t>(table.last_straggler));
-    t->set_has_straggler(table.last_straggler >= 0);
-    for (const auto& [id, w] : table.workers) {
-      v1::WorkerStats* ws = t->add_workers();
-      ws->set_worker_id(id);
-      auto member = members.find(id);
-      if (member != members.end()) {
-        ws->set_live(member->second->live);
-        ws->set_last_seen_age_s(
-            absl::ToDoubleSeconds(now - member->second->last_seen));
-      }
-      ws->set_clock(w.clock);
-      ToWire(w.tau, ws->mutable_tau());
-      ws->set_rejected(w.rejected);
-      ws->set_downweighted(w.downweighted);
-      ws->set_steps_closed_last(w.closed_steps_as_last);
-      ws->set_missed_steps(w.missed_steps);
-    }
-  }
   return grpc::Status::OK;
 }
 
