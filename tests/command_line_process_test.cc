@@ -124,6 +124,12 @@ TEST_CASE("a numeric flag out of range is refused, naming the flag and range") {
       {"ps_server", "--stats_interval_s=-5", "--stats_interval_s=-5 is out of range"},
       {"ps_server", "--num_shards=0", "--num_shards=0 is out of range: allowed [1, 4096]"},
       {"ps_server", "--shard_index=5000", "--shard_index=5000 is out of range"},
+      {"ps_server", "--max_table_mb=0",
+       "--max_table_mb=0 is out of range: allowed [1, 16777216]"},
+      {"ps_server", "--max_pull_mb=4096", "allowed [1, 2047]"},
+      {"ps_server", "--max_table_name_length=129", "allowed [1, 128]"},
+      // Above the default --max_shard_mb=16384.
+      {"ps_server", "--max_table_mb=20000", "is above the shard's"},
       {"ps_worker", "--batch_size=100000",
        "--batch_size=100000 is out of range: allowed [0, 65536]"},
       {"ps_worker", "--slowdown=0.5", "--slowdown=0.5 is out of range: allowed [1, 1000]"},
