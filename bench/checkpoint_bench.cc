@@ -1,0 +1,188 @@
+// checkpoint_bench: how fast a shard's checkpoint is written and loaded,
+// next to the disk's own sequential write speed measured in the same run.
+//
+//   checkpoint_bench --dir=/var/tmp/ckpt-bench --mb=1024 --trials=3
+//
+// One dense Adam partition of --mb MiB (values + 3 state floats each) is
+// built as a real Partition; each trial then
+//   1. snapshots it (CapturePartition: the state lock is held shared while
+//      it copies, so this is the pause pushes would see),
+//   2. writes it with CheckpointStore::Write (temp dir, CRC32C per block,
+//      fsync per file, manifest, rename, directory fsync),
+//   3. writes the same number of bytes with plain POSIX calls (4 MiB
+//      write(2)s, fsync, close, directory fsync): the disk's reference,
+//   4. loads it back with LoadNewest (every block checked).
+// Each timed write starts after sync(2), so no earlier write's dirty pages
+// are flushed on its time. The order of 2 and 3 alternates between trials;
+// the median of each is reported, and the ratio checkpoint / POSIX write
+// throughput.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "bench/machine_info.h"
+#include "common/clock.h"
+#include "common/crc32c.h"
+#include "server/checkpoint_store.h"
+#include "server/dense_table.h"
+#include "server/partition.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, dir, "/var/tmp/taups-checkpoint-bench",
+          "Directory to write in (created; emptied at the end). Put it on the "
+          "disk a shard would use, not on a tmpfs.");
+ABSL_FLAG(uint64_t, mb, 1024, "Checkpoint size in MiB (parameters + Adam state).");
+ABSL_FLAG(int, trials, 3, "Timed trials; medians are reported.");
+
+namespace taups::bench {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double MiBps(uint64_t bytes, double seconds) { return bytes / 1048576.0 / seconds; }
+
+// Writes `bytes` bytes of `pattern` to dir/raw with write(2), fsync(2),
+// close(2), then fsyncs `dir`; seconds taken.
+double PosixWrite(const std::string& dir, uint64_t bytes, const std::string& pattern) {
+  const std::string path = dir + "/raw";
+  ::sync();  // nothing of an earlier write left to flush
+  const absl::Time start = absl::Now();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    std::fprintf(stderr, "open %s: %s\n", path.c_str(), std::strerror(errno));
+    std::exit(1);
+  }
+  uint64_t left = bytes;
+  while (left > 0) {
+    const size_t n = std::min<uint64_t>(left, pattern.size());
+    const ssize_t w = ::write(fd, pattern.data(), n);
+    if (w <= 0) {
+      std::fprintf(stderr, "write %s: %s\n", path.c_str(), std::strerror(errno));
+      std::exit(1);
+    }
+    left -= static_cast<uint64_t>(w);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    std::fprintf(stderr, "fsync %s: %s\n", path.c_str(), std::strerror(errno));
+    std::exit(1);
+  }
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ::fsync(dfd);
+  ::close(dfd);
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  ::unlink(path.c_str());
+  return seconds;
+}
+
+int Run() {
+  spdlog::set_level(spdlog::level::warn);
+  const std::string dir = absl::GetFlag(FLAGS_dir);
+  const uint64_t mb = absl::GetFlag(FLAGS_mb);
+  const int trials = std::max(1, absl::GetFlag(FLAGS_trials));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+
+  // 4 floats per element (value + Adam's 3 state floats).
+  const uint64_t elements = mb * 1048576 / 16;
+  TableConfig config = TableConfig::Dense("bench", elements);
+  config.optimizer.kind = OptimizerKind::kAdam;
+  config.initializer.kind = InitializerKind::kUniform;
+  config.initializer.scale = 0.05f;
+  Partition partition(std::make_unique<DenseTable>(config, Range{0, elements}),
+                      RealClock::Get());
+
+  for (const std::string& line : DescribeMachine()) std::printf("# %s\n", line.c_str());
+  std::printf("# checkpoint of one dense Adam partition: %llu elements, %llu MiB, in %s\n",
+              static_cast<unsigned long long>(elements),
+              static_cast<unsigned long long>(mb), dir.c_str());
+  std::printf("# crc32c: %s\n", crc32c::HardwareAvailable() ? "SSE4.2" : "table");
+
+  CheckpointStoreOptions options;
+  options.dir = dir + "/store";
+  options.keep = 1;
+  absl::StatusOr<std::unique_ptr<CheckpointStore>> store =
+      CheckpointStore::Open(PosixCheckpointFs(), options);
+  if (!store.ok()) {
+    std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
+    return 1;
+  }
+  std::string pattern(size_t{4} << 20, '\0');
+  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<char>(i * 131);
+
+  std::vector<double> capture_s, ckpt_s, raw_s, load_s;
+  uint64_t bytes = 0;
+  for (int t = 0; t < trials; ++t) {
+    absl::Time start = absl::Now();
+    ShardCheckpoint checkpoint;
+    checkpoint.partitions.push_back(CapturePartition(partition));
+    capture_s.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+
+    auto write_checkpoint = [&] {
+      ::sync();  // start from a clean page cache, as the POSIX reference does
+      absl::Time s = absl::Now();
+      absl::StatusOr<CheckpointWriteInfo> info = (*store)->Write(checkpoint);
+      if (!info.ok()) {
+        std::fprintf(stderr, "%s\n", info.status().ToString().c_str());
+        std::exit(1);
+      }
+      bytes = info->bytes;
+      ckpt_s.push_back(absl::ToDoubleSeconds(absl::Now() - s));
+    };
+    if (t % 2 == 0) {
+      write_checkpoint();
+      raw_s.push_back(PosixWrite(dir, bytes, pattern));
+    } else {
+      raw_s.push_back(PosixWrite(dir, bytes, pattern));
+      write_checkpoint();
+    }
+    checkpoint = ShardCheckpoint();  // free before loading
+
+    start = absl::Now();
+    absl::StatusOr<LoadedCheckpoint> loaded = (*store)->LoadNewest();
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "%s\n", loaded.status().ToString().c_str());
+      return 1;
+    }
+    load_s.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+    std::printf("trial %d: snapshot %.3f s, checkpoint write %.3f s (%.0f MiB/s), "
+                "POSIX write+fsync %.3f s (%.0f MiB/s), load %.3f s\n",
+                t + 1, capture_s.back(), ckpt_s.back(), MiBps(bytes, ckpt_s.back()),
+                raw_s.back(), MiBps(bytes, raw_s.back()), load_s.back());
+  }
+  std::filesystem::remove_all(dir);
+
+  const double ckpt = MiBps(bytes, Median(ckpt_s));
+  const double raw = MiBps(bytes, Median(raw_s));
+  std::printf("\nbytes %llu; medians of %d trials:\n", static_cast<unsigned long long>(bytes),
+              trials);
+  std::printf("  snapshot (pause for pushes)   %8.3f s\n", Median(capture_s));
+  std::printf("  checkpoint write              %8.0f MiB/s\n", ckpt);
+  std::printf("  POSIX write+fsync, same bytes %8.0f MiB/s\n", raw);
+  std::printf("  ratio checkpoint / POSIX      %8.2f\n", ckpt / raw);
+  std::printf("  load and validate             %8.0f MiB/s\n",
+              MiBps(bytes, Median(load_s)));
+  return 0;
+}
+
+}  // namespace
+}  // namespace taups::bench
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return taups::bench::Run();
+}

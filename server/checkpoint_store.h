@@ -1,0 +1,113 @@
+// CheckpointStore: one shard's checkpoints in a directory of its own.
+//
+//   <dir>/ckpt-<seq>/          complete checkpoints (seq: 20 digits)
+//   <dir>/ckpt-<seq>.broken/   ones the loader found corrupt or partial
+//   <dir>/tmp-<seq>/           one being written (or left by a crash)
+//
+// Write puts every file in tmp-<seq>/ (each fsynced), the MANIFEST last
+// (fsynced), fsyncs tmp-<seq>/, renames it to ckpt-<seq>/ and fsyncs <dir>;
+// then it deletes all but the newest `keep` checkpoints. A checkpoint is
+// thus either absent or complete under its final name. A write that fails
+// removes what it made and leaves every earlier checkpoint as it was.
+//
+// LoadNewest takes the newest ckpt-<seq> whose manifest and every file
+// check out (checkpoint_format.h); one that does not is renamed
+// ckpt-<seq>.broken and the next older one is tried. Broken ones are kept
+// for inspection and never deleted by the store.
+//
+// One process owns the directory. Thread-compatible: callers serialise
+// Write and LoadNewest (the shard runs one checkpoint at a time).
+#ifndef TAUPS_SERVER_CHECKPOINT_STORE_H_
+#define TAUPS_SERVER_CHECKPOINT_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/checkpoint_format.h"
+#include "server/checkpoint_fs.h"
+
+namespace taups {
+
+struct CheckpointStoreOptions {
+  std::string dir;  // created (one level) if absent
+  // Complete checkpoints kept after a successful write, >= 1.
+  uint32_t keep = 3;
+
+  // INVALID_ARGUMENT naming the bad field.
+  absl::Status Validate() const;
+};
+
+// What a successful Write did.
+struct CheckpointWriteInfo {
+  uint64_t sequence = 0;
+  std::string path;  // <dir>/ckpt-<seq>
+  uint64_t bytes = 0;
+  absl::Duration took;
+  std::vector<uint64_t> deleted;  // sequences pruned after it
+  absl::Status prune_error;       // a failure to prune (the write stands)
+};
+
+struct LoadedCheckpoint {
+  std::string path;
+  CheckpointManifest manifest;  // header and per-partition summary
+  std::vector<PartitionCheckpoint> partitions;  // manifest order
+  std::vector<std::string> broken;  // renamed *.broken on the way, newest first
+  uint64_t bytes = 0;
+};
+
+class CheckpointStore {
+ public:
+  // Creates the directory when absent and removes tmp-* left by a crash.
+  // `fs` must outlive the store.
+  static absl::StatusOr<std::unique_ptr<CheckpointStore>> Open(
+      CheckpointFs* fs, const CheckpointStoreOptions& options);
+
+  // Writes `checkpoint` as the next sequence (its header.sequence is set to
+  // it). Errors are those of the filesystem (RESOURCE_EXHAUSTED for ENOSPC,
+  // PERMISSION_DENIED for EACCES, ...; ErrnoOf gives the errno), after
+  // removing the temporary directory.
+  absl::StatusOr<CheckpointWriteInfo> Write(const ShardCheckpoint& checkpoint);
+
+  // The newest valid checkpoint; NOT_FOUND when there is none (after
+  // renaming the invalid ones). A filesystem error other than a missing
+  // file or EIO (a permission, too many open files) is returned as it is,
+  // without trying older checkpoints: falling back would silently lose the
+  // updates in the newer one.
+  absl::StatusOr<LoadedCheckpoint> LoadNewest();
+
+  // Sequences of the complete (not broken) checkpoints, ascending.
+  absl::StatusOr<std::vector<uint64_t>> List();
+
+  // Reads and checks one checkpoint directory without renaming anything.
+  absl::StatusOr<LoadedCheckpoint> Load(uint64_t sequence);
+
+  const std::string& dir() const { return options_.dir; }
+  std::string PathOf(uint64_t sequence) const;
+
+ private:
+  CheckpointStore(CheckpointFs* fs, CheckpointStoreOptions options);
+  absl::StatusOr<uint64_t> NextSequence();
+  absl::Status WriteInto(const std::string& tmp, const ShardCheckpoint& checkpoint,
+                         const CheckpointHeader& header, uint64_t* bytes);
+  absl::Status Prune(std::vector<uint64_t>* deleted);
+  absl::Status MarkBroken(uint64_t sequence, std::string* renamed_to);
+
+  CheckpointFs* const fs_;
+  const CheckpointStoreOptions options_;
+};
+
+// Names of the store's directory entries: "ckpt-<20 digits>" and its
+// ".broken" and "tmp-" forms. Parse* are false for any other name.
+std::string CheckpointDirName(uint64_t sequence);
+bool ParseCheckpointDirName(const std::string& name, uint64_t* sequence);
+bool ParseBrokenDirName(const std::string& name, uint64_t* sequence);
+bool ParseTempDirName(const std::string& name, uint64_t* sequence);
+
+}  // namespace taups
+
+#endif  // TAUPS_SERVER_CHECKPOINT_STORE_H_
