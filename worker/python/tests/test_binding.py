@@ -298,6 +298,7 @@ class BindingTest(unittest.TestCase):
                     outcome["error"] = None
                 except taups.StatusError as error:
                     outcome["error"] = error
+                outcome["ended"] = time.monotonic()
 
             thread = threading.Thread(target=blocked_pull)
             started = time.monotonic()
@@ -313,6 +314,11 @@ class BindingTest(unittest.TestCase):
             self.assertIsInstance(outcome["error"],
                                   taups.DeadlineExceededError)
             self.assertIsInstance(outcome["error"], TimeoutError)
+            # It gave up at its deadline (call_timeout_s; measured 2.00 s),
+            # not long after (up to 1 s for scheduling).
+            waited = outcome["ended"] - started
+            self.assertGreaterEqual(waited, 2.0)
+            self.assertLess(waited, 2.0 + 1.0)
         finally:
             c.close()
 
