@@ -36,12 +36,14 @@ LogRateLimiter::Verdict LogRateLimiter::Admit(absl::string_view key) {
   return verdict;
 }
 
-std::vector<LogRateLimiter::Overdue> LogRateLimiter::TakeOverdue() {
+std::vector<LogRateLimiter::Overdue> LogRateLimiter::TakeOverdue(
+    bool include_recent) {
   const absl::Time now = clock_->Now();
   std::vector<Overdue> overdue;
   absl::MutexLock lock(&mu_);
   for (auto& [key, state] : keys_) {
-    if (state.repeated > 0 && now - state.last_logged >= interval_) {
+    if (state.repeated > 0 &&
+        (include_recent || now - state.last_logged >= interval_)) {
       overdue.push_back(Overdue{key, state.repeated, now - state.last_logged});
       // The report stands for a logged occurrence: a new window opens.
       state = KeyState{now, 0};
@@ -71,8 +73,8 @@ std::string RepeatSuffix(uint64_t repeated, absl::Duration over) {
 }
 
 void LogOverdueRepeats(LogRateLimiter& limiter,
-                       spdlog::level::level_enum level) {
-  for (const LogRateLimiter::Overdue& o : limiter.TakeOverdue()) {
+                       spdlog::level::level_enum level, bool include_recent) {
+  for (const LogRateLimiter::Overdue& o : limiter.TakeOverdue(include_recent)) {
     spdlog::log(level, "{}: repeated {} more {} in the last {}", o.key,
                 o.repeated, o.repeated == 1 ? "time" : "times",
                 Seconds(o.over));

@@ -53,8 +53,9 @@ class LogRateLimiter {
 
   Verdict Admit(absl::string_view key);
   // Keys with held-back occurrences whose interval has passed without a
-  // logged one; their counts restart at zero.
-  std::vector<Overdue> TakeOverdue();
+  // logged one (with `include_recent`, every key with held-back ones, for a
+  // last report at exit); their counts restart at zero.
+  std::vector<Overdue> TakeOverdue(bool include_recent = false);
 
   absl::Duration interval() const { return interval_; }
 
@@ -94,10 +95,11 @@ void LogRateLimited(LogRateLimiter& limiter, spdlog::level::level_enum level,
               RepeatSuffix(verdict.repeated, verdict.over));
 }
 
-// Logs one line per overdue key of `limiter` at `level`:
+// Logs one line per overdue key of `limiter` at `level` (see TakeOverdue):
 //   "<key>: repeated 12 more times in the last 10 s"
 void LogOverdueRepeats(LogRateLimiter& limiter,
-                       spdlog::level::level_enum level);
+                       spdlog::level::level_enum level,
+                       bool include_recent = false);
 
 }  // namespace taups
 

@@ -202,6 +202,8 @@ void ShardServer::Shutdown(absl::Duration grace) {
     state_->stop_stats.Notify();
     if (state_->stats_thread.joinable()) state_->stats_thread.join();
     LogStats(*state_->store, state_->last_stats, /*all=*/true);  // final figures
+    LogOverdueRepeats(DefaultLogRateLimiter(), spdlog::level::warn,
+                      /*include_recent=*/true);
     spdlog::info("shard {} stopped", state_->options.shard_index);
     state_->shut_down.Notify();
   });

@@ -122,6 +122,14 @@ TEST_CASE("held-back lines with no later one are handed out once overdue") {
   CHECK(limiter.TakeOverdue().empty());  // handed out once
   // The report opened a new window.
   CHECK_FALSE(limiter.Admit("a").log);
+  // At exit, what is held back is handed out however recent.
+  clock.Advance(absl::Seconds(2));
+  CHECK(limiter.TakeOverdue().empty());
+  overdue = limiter.TakeOverdue(/*include_recent=*/true);
+  REQUIRE(overdue.size() == 1);
+  CHECK(overdue[0].key == "a");
+  CHECK(overdue[0].repeated == 1);
+  CHECK(overdue[0].over == absl::Seconds(2));
 }
 
 TEST_CASE("the rate limiter tracks a bounded number of keys") {

@@ -20,6 +20,7 @@
 #include "common/command_line.h"
 #include "common/flag_checks.h"
 #include "common/grpc_logging.h"
+#include "common/log_rate_limiter.h"
 #include "common/logging.h"
 #include "common/malloc_tuning.h"
 #include "common/status_macros.h"
@@ -286,6 +287,9 @@ int main(int argc, char** argv) {
   }
 
   const absl::Status status = taups::trainer::Run();
+  // What the rate limiter held back since its last report.
+  taups::LogOverdueRepeats(taups::DefaultLogRateLimiter(), spdlog::level::warn,
+                           /*include_recent=*/true);
   if (!status.ok()) {
     taups::LogFailure(status.ToString());
     return 1;
