@@ -45,6 +45,7 @@ absl::Status ServerLimits::Validate() const {
       {"max_pull_bytes", max_pull_bytes, uint64_t{1} << 20, kMaxPullMb << 20},
       {"max_block_values", max_block_values, 1, kMaxBlockValues},
       {"max_name_length", max_name_length, 1, kMaxTableNameLength},
+      {"max_staged_bytes", max_staged_bytes, uint64_t{1} << 20, kMaxMb << 20},
   };
   for (const Check& c : checks) {
     if (c.value < c.min || c.value > c.max) {

@@ -13,6 +13,9 @@
 //   bytes of one pull's answer              max_pull_bytes    (--max_pull_mb)
 //   values one encoded block decodes to     max_block_values  (--max_block_values)
 //   characters of a table name              max_name_length   (--max_table_name_length)
+//   slices of unfinished multi-slice pushes max_staged_bytes  (--max_staged_mb)
+//     held by one table part (PartitionLimits; the shard's worst case is
+//     max_tables x this, held only until the push completes or times out)
 //
 // A table's part costs, on this shard:
 //   dense:  4 × elements × (1 + optimizer state floats per parameter)
@@ -25,8 +28,8 @@
 // default_sparse_rows, lowered to what max_table_bytes buys, and evicts
 // (sparse_eviction) beyond it like any bounded table; its config as the shard
 // reports it carries that limit in sparse_max_rows. Delay-compensation copies
-// (one range per pulling worker) and the rows of pushes staged until their
-// last slice (PartitionLimits) are bounded elsewhere and not counted here.
+// (one range per pulling worker) and the slices of pushes staged until their
+// last slice (max_staged_bytes) are not counted in a table's cost.
 //
 // A size over one of these limits is refused with RESOURCE_EXHAUSTED; a
 // malformed request (a size the table cannot hold at all) with
@@ -66,6 +69,7 @@ struct ServerLimits {
   uint64_t max_pull_bytes = uint64_t{256} << 20;  // 256 MiB
   uint64_t max_block_values = kMaxDecodedElements;  // 2^26
   uint64_t max_name_length = kMaxTableNameLength;   // 128
+  uint64_t max_staged_bytes = uint64_t{1} << 30;    // 1 GiB
 
   // INVALID_ARGUMENT naming the first limit outside its range (or a table
   // limit above the shard's).

@@ -70,7 +70,10 @@ absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& request
       entry->sparse = sparse.get();
       table = std::move(sparse);
     }
-    entry->partition = std::make_shared<Partition>(std::move(table), clock_);
+    PartitionLimits partition_limits;
+    partition_limits.max_staged_bytes = limits_.max_staged_bytes;
+    entry->partition = std::make_shared<Partition>(std::move(table), clock_,
+                                                   partition_limits);
     entry->partition->SetLiveWorkers(membership_.LiveWorkers(),
                                      membership_.ever_registered());
     reserved_bytes_ += cost.bytes;

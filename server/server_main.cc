@@ -63,6 +63,8 @@ ABSL_FLAG(uint64_t, max_block_values, uint64_t{1} << 26,
           "Most values one encoded gradient block may decode to.");
 ABSL_FLAG(uint64_t, max_table_name_length, 128,
           "Most characters of a table name.");
+ABSL_FLAG(uint64_t, max_staged_mb, 1024,
+          "Most MiB of unfinished multi-slice pushes one table's part holds.");
 ABSL_FLAG(std::string, log_level, "info",
           "Least severe level logged: trace, debug, info, warn, error, "
           "critical or off (case-insensitive)");
@@ -93,6 +95,7 @@ constexpr taups::FlagRange kFlagRanges[] = {
     {"max_pull_mb", 1, taups::ServerLimits::kMaxPullMb},
     {"max_block_values", 1, taups::ServerLimits::kMaxBlockValues},
     {"max_table_name_length", 1, taups::kMaxTableNameLength},
+    {"max_staged_mb", 1, taups::ServerLimits::kMaxMb},
 };
 
 // The limits the flags ask for; the caller validates them (Start does).
@@ -109,6 +112,7 @@ taups::ServerLimits LimitsFromFlags() {
       << 20;
   limits.max_block_values = absl::GetFlag(FLAGS_max_block_values);
   limits.max_name_length = absl::GetFlag(FLAGS_max_table_name_length);
+  limits.max_staged_bytes = absl::GetFlag(FLAGS_max_staged_mb) << 20;
   return limits;
 }
 

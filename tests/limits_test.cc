@@ -230,6 +230,18 @@ std::vector<Case> Cases() {
        [](ParameterStore& s) { REQUIRE(Create(s, Dense("w", 4096)).ok()); },
        PushEncoded,
        4096, absl::StatusCode::kInvalidArgument, "4096"});
+  cases.push_back(
+      {"bytes of unfinished multi-slice pushes one table part holds",
+       With([](ServerLimits& l) { l.max_staged_bytes = kMiB; }),
+       [](ParameterStore& s) { REQUIRE(Create(s, Dense("w", kMiB)).ok()); },
+       // Slice 0 of a 2-slice push is staged until slice 1 comes.
+       [](ParameterStore& s, uint64_t n, int a) {
+         PushMeta meta = OneSlice(a + 1);
+         meta.slices = 2;
+         const std::vector<float> g(n, 0.1f);
+         return s.PushDense("w", 0, g, meta).status();
+       },
+       kMiB / 4, absl::StatusCode::kResourceExhausted, "--max_staged_mb"});
   return cases;
 }
 
@@ -347,6 +359,7 @@ TEST_CASE("limits out of range are refused by Validate") {
       [](ServerLimits& l) { l.max_pull_bytes = 2048 * kMiB; },
       [](ServerLimits& l) { l.max_block_values = 0; },
       [](ServerLimits& l) { l.max_name_length = kMaxTableNameLength + 1; },
+      [](ServerLimits& l) { l.max_staged_bytes = 0; },
   };
   for (size_t i = 0; i < bad.size(); ++i) {
     INFO(i);
