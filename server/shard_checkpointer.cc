@@ -1,0 +1,191 @@
+#include "server/shard_checkpointer.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "spdlog/spdlog.h"
+
+namespace taups {
+
+absl::Status ShardCheckpointerOptions::Validate() const {
+  if (dir.empty()) return absl::InvalidArgumentError("checkpoint dir is empty");
+  if (keep == 0) {
+    return absl::InvalidArgumentError("checkpoints to keep must be at least 1");
+  }
+  if (interval < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("checkpoint interval must be >= 0");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<ShardCheckpointer>> ShardCheckpointer::Open(
+    ParameterStore* store, CheckpointFs* fs,
+    const ShardCheckpointerOptions& options, uint64_t incarnation) {
+  RETURN_IF_ERROR(options.Validate());
+  CheckpointStoreOptions files;
+  files.dir = options.dir;
+  files.keep = options.keep;
+  ASSIGN_OR_RETURN(std::unique_ptr<CheckpointStore> opened,
+                   CheckpointStore::Open(fs, files));
+  return std::unique_ptr<ShardCheckpointer>(
+      new ShardCheckpointer(store, std::move(opened), options, incarnation));
+}
+
+ShardCheckpointer::ShardCheckpointer(ParameterStore* store,
+                                     std::unique_ptr<CheckpointStore> files,
+                                     const ShardCheckpointerOptions& options,
+                                     uint64_t incarnation)
+    : store_(store),
+      files_(std::move(files)),
+      options_(options),
+      incarnation_(incarnation) {}
+
+ShardCheckpointer::~ShardCheckpointer() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (thread_.joinable()) thread_.join();
+}
+
+absl::StatusOr<RestoreReport> ShardCheckpointer::Restore() {
+  if (!store_->ListTables().empty()) {
+    return absl::FailedPreconditionError(
+        "a checkpoint is restored into a shard that holds no tables yet");
+  }
+  ASSIGN_OR_RETURN(LoadedCheckpoint loaded, files_->LoadNewest());
+  const CheckpointHeader& header = loaded.manifest.header;
+  if (header.shard_index != store_->shard_index() ||
+      header.shard_count != store_->num_shards()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint ", loaded.path, " belongs to shard ", header.shard_index,
+        " of ", header.shard_count, "; this is shard ", store_->shard_index(),
+        " of ", store_->num_shards(), " (wrong --checkpoint_dir?)"));
+  }
+  for (const PartitionCheckpoint& part : loaded.partitions) {
+    bool created = false;
+    ASSIGN_OR_RETURN(const TableInfo info,
+                     store_->CreateTable(part.config, /*exist_ok=*/false, &created));
+    if (info.range.begin != part.range.begin || info.range.end != part.range.end) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "table '", part.config.name, "' of checkpoint ", loaded.path,
+          " holds elements [", part.range.begin, ", ", part.range.end,
+          ") but this shard owns [", info.range.begin, ", ", info.range.end, ")"));
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<Partition> partition,
+                     store_->PartitionOf(part.config.name));
+    RETURN_IF_ERROR(partition->Restore(part.snapshot));
+  }
+  RestoreReport report;
+  report.path = loaded.path;
+  report.sequence = header.sequence;
+  report.incarnation = header.incarnation;
+  report.created = header.created;
+  report.tables = loaded.manifest.partitions;
+  report.broken = loaded.broken;
+  {
+    absl::WriterMutexLock lock(&write_mu_);
+    versions_at_last_ = TotalVersions();
+  }
+  return report;
+}
+
+uint64_t ShardCheckpointer::TotalVersions() const {
+  uint64_t total = 0;
+  for (const TableInfo& info : store_->ListTables()) total += info.version;
+  return total;
+}
+
+absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::TakeNow() {
+  absl::MutexLock lock(&write_mu_);
+  const absl::Time start = absl::Now();
+  ShardCheckpoint checkpoint;
+  checkpoint.header.shard_index = store_->shard_index();
+  checkpoint.header.shard_count = store_->num_shards();
+  checkpoint.header.incarnation = incarnation_;
+  checkpoint.header.created = start;
+  absl::Duration longest_pause;
+  std::optional<uint64_t> step;
+  bool one_cut = true;
+  uint64_t versions = 0;
+  for (const TableInfo& info : store_->ListTables()) {
+    absl::StatusOr<std::shared_ptr<Partition>> partition =
+        store_->PartitionOf(info.config.name);
+    if (!partition.ok()) continue;  // dropped meanwhile
+    const absl::Time cut = absl::Now();
+    checkpoint.partitions.push_back(CapturePartition(**partition));
+    longest_pause = std::max(longest_pause, absl::Now() - cut);
+    const PartitionCheckpoint& taken = checkpoint.partitions.back();
+    versions += taken.snapshot.policy.version;
+    const ConsistencyKind kind = taken.config.consistency.kind;
+    if (kind == ConsistencyKind::kSync || kind == ConsistencyKind::kSemiSync) {
+      const PolicySnapshot& policy = taken.snapshot.policy;
+      if (!policy.arrivals.empty() || (step && *step != policy.open_step)) {
+        one_cut = false;
+      }
+      step = policy.open_step;
+    }
+  }
+  if (one_cut) checkpoint.header.sync_step = step;
+  absl::StatusOr<CheckpointWriteInfo> written = files_->Write(checkpoint);
+  absl::MutexLock stats_lock(&stats_mu_);
+  stats_.longest_pause = std::max(stats_.longest_pause, longest_pause);
+  if (!written.ok()) {
+    ++stats_.failed;
+    stats_.last_error = written.status().ToString();
+    spdlog::error("checkpoint into {} failed, the previous one stands: {}",
+                  files_->dir(), written.status().ToString());
+    return written.status();
+  }
+  versions_at_last_ = versions;
+  ++stats_.taken;
+  stats_.last_success = absl::Now();
+  stats_.last_duration = stats_.last_success - start;
+  stats_.last_bytes = written->bytes;
+  stats_.last_error.clear();
+  spdlog::info("checkpoint {} written: {} tables, {} bytes in {} (longest "
+               "table cut {}){}", written->path, checkpoint.partitions.size(),
+               written->bytes, absl::FormatDuration(stats_.last_duration),
+               absl::FormatDuration(longest_pause),
+               checkpoint.header.sync_step
+                   ? absl::StrCat(", at sync step ", *checkpoint.header.sync_step)
+                   : std::string());
+  return written;
+}
+
+void ShardCheckpointer::StartBackground() {
+  if (thread_.joinable()) return;
+  if (options_.interval <= absl::ZeroDuration() && options_.every_versions == 0) {
+    return;
+  }
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void ShardCheckpointer::Loop() {
+  // Wake often enough for the version trigger; the timer is measured from
+  // the last success (or from start).
+  const absl::Duration poll = absl::Milliseconds(200);
+  absl::Time last = absl::Now();
+  while (!stop_.WaitForNotificationWithTimeout(poll)) {
+    bool due = options_.interval > absl::ZeroDuration() &&
+               absl::Now() - last >= options_.interval;
+    if (!due && options_.every_versions > 0) {
+      uint64_t at_last = 0;
+      {
+        absl::MutexLock lock(&write_mu_);
+        at_last = versions_at_last_;
+      }
+      due = TotalVersions() >= at_last + options_.every_versions;
+    }
+    if (!due) continue;
+    last = absl::Now();  // a failure waits a full interval before retrying
+    TakeNow().IgnoreError();  // logged and counted by TakeNow
+  }
+}
+
+CheckpointerStats ShardCheckpointer::stats() const {
+  absl::MutexLock lock(&stats_mu_);
+  return stats_;
+}
+
+}  // namespace taups
