@@ -43,6 +43,9 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   grpc::Status Stats(grpc::ServerContext*, const v1::StatsRequest*,
                      v1::StatsResponse*) override;
 
+  // What the tensors took on the wire, per table (for /metrics).
+  const WireTraffic& traffic() const { return traffic_; }
+
  private:
   ParameterStore* const store_;
   const uint64_t incarnation_;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <thread>
+#include <tuple>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -65,6 +66,27 @@ ABSL_FLAG(uint64_t, max_table_name_length, 128,
           "Most characters of a table name.");
 ABSL_FLAG(uint64_t, max_staged_mb, 1024,
           "Most MiB of unfinished multi-slice pushes one table's part holds.");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "Directory of this shard's checkpoints (its own; created if absent). "
+          "At start the newest valid one is restored; without one the shard "
+          "refuses to start unless --start_empty. Empty: no checkpoints, the "
+          "tables live in memory only.");
+ABSL_FLAG(uint32_t, checkpoint_keep, 3, "Complete checkpoints kept.");
+ABSL_FLAG(double, checkpoint_interval_s, 0,
+          "Seconds between checkpoints; 0: not on a timer.");
+ABSL_FLAG(uint64_t, checkpoint_every_versions, 0,
+          "Checkpoint when the shard's tables applied this many updates "
+          "since the last one; 0: no such trigger.");
+ABSL_FLAG(bool, start_empty, false,
+          "With --checkpoint_dir holding no valid checkpoint: start with no "
+          "tables (a shard's first start) instead of refusing.");
+ABSL_FLAG(int, metrics_port, -1,
+          "Serve Prometheus /metrics, /healthz and /readyz on this port; -1: "
+          "off, 0: any free port (see --metrics_port_file).");
+ABSL_FLAG(std::string, metrics_host, "127.0.0.1",
+          "Address the metrics endpoint listens on.");
+ABSL_FLAG(std::string, metrics_port_file, "",
+          "Once serving metrics, write their port to this file.");
 ABSL_FLAG(std::string, log_level, "info",
           "Least severe level logged: trace, debug, info, warn, error, "
           "critical or off (case-insensitive)");
@@ -96,6 +118,10 @@ constexpr taups::FlagRange kFlagRanges[] = {
     {"max_block_values", 1, taups::ServerLimits::kMaxBlockValues},
     {"max_table_name_length", 1, taups::kMaxTableNameLength},
     {"max_staged_mb", 1, taups::ServerLimits::kMaxMb},
+    {"checkpoint_keep", 1, 1000},
+    {"checkpoint_interval_s", 0, 7 * 86400},
+    {"checkpoint_every_versions", 0, uint64_t{1} << 48},
+    {"metrics_port", -1, 65535},
 };
 
 // The limits the flags ask for; the caller validates them (Start does).
@@ -172,6 +198,14 @@ int main(int argc, char** argv) {
   options.default_lease = absl::Seconds(absl::GetFlag(FLAGS_lease_s));
   options.limits = LimitsFromFlags();
   if (absl::Status s = options.limits.Validate(); !s.ok()) return FailFlags(s);
+  options.checkpoints.dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  options.checkpoints.keep = absl::GetFlag(FLAGS_checkpoint_keep);
+  options.checkpoints.interval =
+      absl::Seconds(absl::GetFlag(FLAGS_checkpoint_interval_s));
+  options.checkpoints.every_versions = absl::GetFlag(FLAGS_checkpoint_every_versions);
+  options.start_empty = absl::GetFlag(FLAGS_start_empty);
+  options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  options.metrics_host = absl::GetFlag(FLAGS_metrics_host);
 
   // Signals are taken by a watcher thread; every other thread blocks them.
   sigset_t signals;
@@ -183,12 +217,17 @@ int main(int argc, char** argv) {
   auto server = taups::ShardServer::Start(options);
   if (!server.ok()) return Fail(server.status());
 
-  const std::string port_file = absl::GetFlag(FLAGS_port_file);
-  if (!port_file.empty()) {
-    const std::string tmp = port_file + ".tmp";
-    std::ofstream(tmp) << (*server)->port() << "\n";
-    if (std::rename(tmp.c_str(), port_file.c_str()) != 0) {
-      return Fail(absl::InternalError("cannot write --port_file " + port_file));
+  for (const auto& [flag, path, port] :
+       {std::tuple<const char*, std::string, int>{
+            "--port_file", absl::GetFlag(FLAGS_port_file), (*server)->port()},
+        std::tuple<const char*, std::string, int>{
+            "--metrics_port_file", absl::GetFlag(FLAGS_metrics_port_file),
+            (*server)->metrics_port()}}) {
+    if (path.empty()) continue;
+    const std::string tmp = path + ".tmp";
+    std::ofstream(tmp) << port << "\n";
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      return Fail(absl::InternalError(absl::StrCat("cannot write ", flag, " ", path)));
     }
   }
 #ifdef TAUPS_HAVE_SYSTEMD

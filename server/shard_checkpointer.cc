@@ -188,4 +188,25 @@ CheckpointerStats ShardCheckpointer::stats() const {
   return stats_;
 }
 
+void ShardCheckpointer::WriteMetrics(MetricsWriter& out) const {
+  const CheckpointerStats s = stats();
+  out.Counter("taups_checkpoints_total", "Checkpoints written.", {}, s.taken);
+  out.Counter("taups_checkpoint_failures_total",
+              "Checkpoints that failed (the previous one stands; see the log).",
+              {}, s.failed);
+  out.Gauge("taups_checkpoint_last_success_timestamp_seconds",
+            "Unix time of the last checkpoint written (0: none yet).", {},
+            s.last_success == absl::InfinitePast()
+                ? 0.0
+                : absl::ToDoubleSeconds(s.last_success - absl::UnixEpoch()));
+  out.Gauge("taups_checkpoint_duration_seconds",
+            "How long the last checkpoint took.", {},
+            absl::ToDoubleSeconds(s.last_duration));
+  out.Gauge("taups_checkpoint_bytes", "Bytes of the last checkpoint.", {},
+            s.last_bytes);
+  out.Gauge("taups_checkpoint_longest_pause_seconds",
+            "Longest time one table's pushes waited for a checkpoint's cut.",
+            {}, absl::ToDoubleSeconds(s.longest_pause));
+}
+
 }  // namespace taups

@@ -29,6 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/metrics.h"
 #include "server/checkpoint_fs.h"
 #include "server/checkpoint_store.h"
 #include "server/parameter_store.h"
@@ -83,6 +84,11 @@ class ShardCheckpointer {
   absl::StatusOr<CheckpointWriteInfo> TakeNow() ABSL_LOCKS_EXCLUDED(write_mu_);
   void StartBackground();
   CheckpointerStats stats() const ABSL_LOCKS_EXCLUDED(stats_mu_);
+  // taups_checkpoints_total, taups_checkpoint_failures_total,
+  // taups_checkpoint_last_success_timestamp_seconds (0: none yet),
+  // taups_checkpoint_duration_seconds, taups_checkpoint_bytes (the last
+  // one), taups_checkpoint_longest_pause_seconds (longest table cut).
+  void WriteMetrics(MetricsWriter& out) const ABSL_LOCKS_EXCLUDED(stats_mu_);
 
  private:
   ShardCheckpointer(ParameterStore* store, std::unique_ptr<CheckpointStore> files,

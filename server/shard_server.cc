@@ -5,6 +5,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cmath>
+#include <atomic>
 #include <mutex>
 #include <thread>
 
@@ -18,7 +19,11 @@
 #include "server/cluster_file.h"
 #include "server/grpc_service.h"
 #include "server/listen_check.h"
+#include "common/build_info.h"
+#include "common/metrics.h"
+#include "common/metrics_http.h"
 #include "server/parameter_store.h"
+#include "server/shard_metrics.h"
 #include "spdlog/spdlog.h"
 
 namespace taups {
@@ -38,6 +43,14 @@ absl::Status ShardServerOptions::Validate() const {
   if (max_message_bytes < (1 << 20)) {
     return absl::InvalidArgumentError("max_message_bytes must be >= 1 MiB");
   }
+  if (!checkpoints.dir.empty()) {
+    absl::Status valid = checkpoints.Validate();
+    if (!valid.ok()) return valid;
+  }
+  if (metrics_port < -1 || metrics_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics port ", metrics_port, " is not in [-1, 65535]"));
+  }
   return limits.Validate();
 }
 
@@ -46,7 +59,11 @@ struct ShardServer::State {
   uint64_t incarnation = 0;
   int port = 0;
   std::unique_ptr<ParameterStore> store;
+  std::unique_ptr<ShardCheckpointer> checkpointer;  // null: no checkpoint dir
   std::unique_ptr<ParameterServerService> service;
+  MetricsRegistry metrics;
+  std::atomic<bool> ready{false};  // restore done, serving
+  std::unique_ptr<MetricsHttpServer> metrics_server;
   std::unique_ptr<grpc::Server> server;
   absl::Notification stop_stats;
   std::thread stats_thread;
@@ -110,6 +127,40 @@ void LogStats(const ParameterStore& store,
   }
 }
 
+// Loads the newest valid checkpoint into the empty store, or decides that
+// this is a first start.
+absl::Status RestoreOrStartEmpty(const ShardServerOptions& options,
+                                 ShardCheckpointer& checkpointer) {
+  absl::StatusOr<RestoreReport> restored = checkpointer.Restore();
+  if (absl::IsNotFound(restored.status())) {
+    if (!options.start_empty) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "no valid checkpoint in ", options.checkpoints.dir,
+          "; refusing to start with empty tables (pass --start_empty for a "
+          "shard's first start)"));
+    }
+    spdlog::warn("shard {}: no checkpoint in {}; starting empty (--start_empty)",
+                 options.shard_index, options.checkpoints.dir);
+    return absl::OkStatus();
+  }
+  if (!restored.ok()) return restored.status();
+  for (const std::string& broken : restored->broken) {
+    spdlog::error("shard {}: checkpoint {} was corrupt or partial; renamed to "
+                  "*.broken and an older one used", options.shard_index, broken);
+  }
+  const absl::Duration age = absl::Now() - restored->created;
+  for (const PartitionSummary& table : restored->tables) {
+    spdlog::warn("shard {} restored table '{}' at version {}{} from {} "
+                 "(written {} ago); updates applied after it are lost and "
+                 "workers pull again", options.shard_index, table.table,
+                 table.version,
+                 table.open_step > 0 ? absl::StrCat(" (step ", table.open_step, ")")
+                                     : std::string(),
+                 restored->path, absl::FormatDuration(absl::Trunc(age, absl::Milliseconds(1))));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
@@ -125,6 +176,32 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
       options.default_lease, options.limits);
   state->service = std::make_unique<ParameterServerService>(
       state->store.get(), state->incarnation);
+  State* s = state.get();
+  if (options.metrics_port >= 0) {
+    // Up before the restore, so probes see "not ready" while it runs.
+    state->metrics.Add(ShardMetricsCollector(
+        state->store.get(), &state->service->traffic(),
+        BuildLabels{std::string(GetBuildInfo().version),
+                    std::string(GetBuildInfo().commit),
+                    std::string(GetBuildInfo().build_type)}));
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> http =
+        MetricsHttpServer::Start({options.metrics_host, options.metrics_port},
+                                 &state->metrics, [s] { return s->ready.load(); });
+    if (!http.ok()) return http.status();
+    state->metrics_server = std::move(*http);
+    spdlog::info("metrics on http://{}:{}/metrics", options.metrics_host,
+                 state->metrics_server->port());
+  }
+  if (!options.checkpoints.dir.empty()) {
+    absl::StatusOr<std::unique_ptr<ShardCheckpointer>> checkpointer =
+        ShardCheckpointer::Open(state->store.get(), PosixCheckpointFs(),
+                                options.checkpoints, state->incarnation);
+    if (!checkpointer.ok()) return checkpointer.status();
+    state->checkpointer = std::move(*checkpointer);
+    absl::Status restored = RestoreOrStartEmpty(options, *state->checkpointer);
+    if (!restored.ok()) return restored;
+    state->metrics.Add([s](MetricsWriter& out) { s->checkpointer->WriteMetrics(out); });
+  }
 
   grpc::ServerBuilder builder;
   // gRPC sets SO_REUSEPORT by default, which lets a second shard bind a
@@ -158,7 +235,6 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
     // One background thread: leases and step timeouts every tick, held-back
     // repeats of rate-limited warnings once a second, a stats line every
     // stats_interval.
-    State* s = state.get();
     state->stats_thread = std::thread([s] {
       absl::Time next_stats = absl::Now() + s->options.stats_interval;
       absl::Time next_repeats = absl::Now() + absl::Seconds(1);
@@ -177,6 +253,8 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
       }
     });
   }
+  if (state->checkpointer) state->checkpointer->StartBackground();
+  state->ready = true;
   return std::unique_ptr<ShardServer>(new ShardServer(std::move(state)));
 }
 
@@ -189,6 +267,16 @@ ShardServer::~ShardServer() {
 }
 
 int ShardServer::port() const { return state_->port; }
+int ShardServer::metrics_port() const {
+  return state_->metrics_server ? state_->metrics_server->port() : -1;
+}
+
+absl::Status ShardServer::Checkpoint() {
+  if (!state_->checkpointer) {
+    return absl::FailedPreconditionError("this shard has no checkpoint dir");
+  }
+  return state_->checkpointer->TakeNow().status();
+}
 uint64_t ShardServer::incarnation() const { return state_->incarnation; }
 
 void ShardServer::Wait() { state_->shut_down.WaitForNotification(); }
@@ -201,6 +289,8 @@ void ShardServer::Shutdown(absl::Duration grace) {
     state_->server->Wait();
     state_->stop_stats.Notify();
     if (state_->stats_thread.joinable()) state_->stats_thread.join();
+    // Every call has finished: this checkpoint holds each acknowledged push.
+    if (state_->checkpointer) state_->checkpointer->TakeNow().IgnoreError();
     LogStats(*state_->store, state_->last_stats, /*all=*/true);  // final figures
     LogOverdueRepeats(DefaultLogRateLimiter(), spdlog::level::warn,
                       /*include_recent=*/true);

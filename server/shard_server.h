@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/limits.h"
+#include "server/shard_checkpointer.h"
 
 namespace taups {
 
@@ -34,6 +35,17 @@ struct ShardServerOptions {
   absl::Duration tick_interval = absl::Milliseconds(5);
   // What tables and requests may make this shard allocate (limits.h).
   ServerLimits limits;
+  // Durability (shard_checkpointer.h). An empty checkpoints.dir keeps the
+  // tables in memory only. With a directory, Start restores its newest
+  // valid checkpoint before serving; when it holds none, Start refuses
+  // (FAILED_PRECONDITION) unless start_empty says this is a first start.
+  // Shutdown takes a last checkpoint after in-flight calls finished.
+  ShardCheckpointerOptions checkpoints;
+  bool start_empty = false;
+  // Prometheus /metrics, /healthz, /readyz (common/metrics_http.h) on this
+  // port of metrics_host; -1: none, 0: any free port (see metrics_port()).
+  int metrics_port = -1;
+  std::string metrics_host = "127.0.0.1";
 
   absl::Status Validate() const;
 };
@@ -48,7 +60,10 @@ class ShardServer {
   ~ShardServer();
 
   int port() const;
+  int metrics_port() const;  // -1 when not serving metrics
   uint64_t incarnation() const;
+  // Takes a checkpoint now (FAILED_PRECONDITION without a checkpoint dir).
+  absl::Status Checkpoint();
   // Blocks until Shutdown() has completed.
   void Wait();
   // Stops accepting calls, lets in-flight calls finish (up to `grace`), then

@@ -1,0 +1,181 @@
+// A real ps_server process with a checkpoint directory: killed with -9 it
+// comes back from its last checkpoint (not re-initialised), stopped with
+// SIGTERM it keeps every acknowledged push, and without a checkpoint it
+// refuses to start unless told this is a first start. Its /metrics passes
+// promtool and reports the checkpoints.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "httplib.h"
+#include "taups/client.h"
+#include "tests/process_harness.h"
+
+namespace taups {
+namespace {
+
+using testing::Process;
+using testing::Shard;
+using testing::StartShards;
+using testing::TempDir;
+
+constexpr uint64_t kSize = 16;
+
+std::unique_ptr<Client> Connect(int port) {
+  ClientOptions options;
+  options.servers = {absl::StrCat("127.0.0.1:", port)};
+  options.worker_id = 0;
+  options.call_timeout = absl::Seconds(10);
+  auto client = Client::Connect(options);
+  REQUIRE(client.ok());
+  return std::move(*client);
+}
+
+// Pushes gradients k+1, k+2, ... (every element) for `count` pushes.
+void Push(Client& client, int first, int count) {
+  for (int k = first; k < first + count; ++k) {
+    auto pushed = client.PushDense("w", std::vector<float>(kSize, float(k + 1)));
+    REQUIRE(pushed.ok());
+    REQUIRE(pushed->all_accepted());
+  }
+}
+
+std::vector<float> Pull(Client& client, uint64_t* version) {
+  std::vector<float> values(kSize);
+  auto info = client.PullDense("w", absl::MakeSpan(values));
+  REQUIRE(info.ok());
+  *version = info->shard_versions[0];
+  return values;
+}
+
+int ReadPort(const std::string& path) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  int port = 0;
+  while (absl::Now() < deadline) {
+    std::ifstream in(path);
+    if (in >> port && port > 0) return port;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  FAIL("no port in " << path);
+  return 0;
+}
+
+double Metric(const std::string& text, const std::string& name) {
+  for (size_t at = text.find("\n" + name + " "); at != std::string::npos;) {
+    const size_t begin = at + name.size() + 2;
+    double value = 0;
+    REQUIRE(absl::SimpleAtod(text.substr(begin, text.find('\n', begin) - begin), &value));
+    return value;
+  }
+  FAIL("no series " << name);
+  return 0;
+}
+
+struct Started {
+  std::vector<Shard> shards;
+  int metrics_port = 0;
+};
+
+Started StartWithCheckpoints(const TempDir& run, const std::string& ckpt,
+                             std::vector<std::string> extra) {
+  extra.insert(extra.end(), {"--checkpoint_dir=" + ckpt, "--metrics_port=0",
+                             "--metrics_port_file=" + run.path() + "/metrics.port",
+                             "--stats_interval_s=0"});
+  Started started;
+  started.shards = StartShards(run.path(), 1, extra);
+  started.metrics_port = ReadPort(run.path() + "/metrics.port");
+  return started;
+}
+
+TEST_CASE("a killed shard restarts from its checkpoint; SIGTERM keeps every push") {
+  TempDir state;
+  const std::string ckpt = state.path() + "/ckpt";
+  std::vector<float> at_checkpoint;
+  int port = 0;
+  {
+    TempDir run;
+    Started first = StartWithCheckpoints(
+        run, ckpt, {"--start_empty", "--checkpoint_every_versions=5"});
+    port = first.shards[0].port;
+    auto client = Connect(port);
+    TableConfig config = TableConfig::Dense("w", kSize);
+    REQUIRE(client->CreateTable(config).ok());
+    Push(*client, 0, 5);
+    // The version trigger writes a checkpoint of version 5 within a tick.
+    httplib::Client http("127.0.0.1", first.metrics_port);
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    std::string metrics;
+    while (absl::Now() < deadline) {
+      auto res = http.Get("/metrics");
+      REQUIRE(res);
+      metrics = res->body;
+      if (Metric(metrics, "taups_checkpoints_total") >= 1) break;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    REQUIRE(Metric(metrics, "taups_checkpoints_total") == 1);
+    REQUIRE(Metric(metrics, "taups_checkpoint_failures_total") == 0);
+    REQUIRE(Metric(metrics, "taups_checkpoint_last_success_timestamp_seconds") > 1e9);
+    REQUIRE(http.Get("/readyz")->status == 200);
+    uint64_t version = 0;
+    at_checkpoint = Pull(*client, &version);
+    REQUIRE(version == 5);
+    Push(*client, 5, 3);  // versions 6..8: after the checkpoint
+    REQUIRE(kill(first.shards[0].process->pid(), SIGKILL) == 0);
+    first.shards[0].process->Wait(absl::Seconds(5));
+  }
+  {
+    TempDir run;
+    Started second = StartWithCheckpoints(run, ckpt, {absl::StrCat("--port=", port)});
+    REQUIRE(second.shards[0].port == port);
+    auto client = Connect(port);
+    uint64_t version = 0;
+    REQUIRE(Pull(*client, &version) == at_checkpoint);  // not re-initialised
+    REQUIRE(version == 5);
+    const std::string log = second.shards[0].process->Output();
+    INFO(log);
+    REQUIRE(log.find("restored table 'w' at version 5") != std::string::npos);
+    Push(*client, 10, 2);  // version 7, acknowledged, then a clean stop
+    at_checkpoint = Pull(*client, &version);
+    REQUIRE(version == 7);
+    REQUIRE(second.shards[0].process->Stop() == std::optional<int>(0));
+  }
+  {
+    TempDir run;
+    Started third = StartWithCheckpoints(run, ckpt, {absl::StrCat("--port=", port)});
+    auto client = Connect(third.shards[0].port);
+    uint64_t version = 0;
+    REQUIRE(Pull(*client, &version) == at_checkpoint);
+    REQUIRE(version == 7);
+    if (std::system("promtool --version >/dev/null 2>&1") == 0) {
+      httplib::Client http("127.0.0.1", third.metrics_port);
+      auto res = http.Get("/metrics");
+      REQUIRE(res);
+      const std::string path = run.path() + "/metrics.txt";
+      std::ofstream(path) << res->body;
+      REQUIRE(std::system(("promtool check metrics < " + path).c_str()) == 0);
+    }
+  }
+}
+
+TEST_CASE("without a checkpoint a shard starts only when told it is new") {
+  TempDir state;
+  const std::string ckpt = state.path() + "/empty";
+  TempDir run;
+  Process refused(testing::BinDir() + "/ps_server",
+                  {"--host=127.0.0.1", "--port=0", "--checkpoint_dir=" + ckpt},
+                  run.path() + "/refused.log");
+  const std::optional<int> code = refused.Wait(absl::Seconds(20));
+  REQUIRE(code.has_value());
+  REQUIRE(*code != 0);
+  INFO(refused.Output());
+  REQUIRE(refused.Output().find("--start_empty") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace taups
