@@ -240,11 +240,9 @@ grpc::Status ParameterServerService::PushSparse(
 grpc::Status ParameterServerService::Register(grpc::ServerContext*,
                                               const v1::RegisterRequest* request,
                                               v1::RegisterResponse* response) {
-  if (!std::isfinite(request->lease_s()) || request->lease_s() < 0 ||
-      request->lease_s() > 3600) {
-    return ToGrpcStatus(absl::InvalidArgumentError(
-        "Register: lease_s must be in [0, 3600] (0 = server default)"));
-  }
+  absl::Status valid =
+      store_->CheckRegistration(request->worker_id(), request->lease_s());
+  if (!valid.ok()) return ToGrpcStatus(valid);
   const Registration registration =
       store_->Register(request->worker_id(), request->worker_incarnation(),
                        absl::Seconds(request->lease_s()));

@@ -46,6 +46,7 @@ absl::Status ServerLimits::Validate() const {
       {"max_block_values", max_block_values, 1, kMaxBlockValues},
       {"max_name_length", max_name_length, 1, kMaxTableNameLength},
       {"max_staged_bytes", max_staged_bytes, uint64_t{1} << 20, kMaxMb << 20},
+      {"max_workers", max_workers, 1, kMaxWorkers},
   };
   for (const Check& c : checks) {
     if (c.value < c.min || c.value > c.max) {
@@ -177,6 +178,14 @@ absl::Status CheckPullBytes(absl::string_view table, uint64_t floats,
       extra > 0 ? absl::StrCat(" + ", WithThousands(extra), " bytes") : "",
       "); this shard answers at most ", HumanBytes(limits.max_pull_bytes),
       " per pull (--max_pull_mb)"));
+}
+
+absl::Status CheckWorkerId(uint32_t worker, const ServerLimits& limits) {
+  if (worker < limits.max_workers) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "worker ", worker, " is outside the ", limits.max_workers,
+      " worker ids this shard serves, 0..", limits.max_workers - 1,
+      " (--max_workers)"));
 }
 
 std::string WithThousands(uint64_t n) {

@@ -13,6 +13,8 @@
 //   bytes of one pull's answer              max_pull_bytes    (--max_pull_mb)
 //   values one encoded block decodes to     max_block_values  (--max_block_values)
 //   characters of a table name              max_name_length   (--max_table_name_length)
+//   worker ids a request may carry          max_workers       (--max_workers)
+//     (each id seen gets a lease and per-table statistics)
 //   slices of unfinished multi-slice pushes max_staged_bytes  (--max_staged_mb)
 //     held by one table part (PartitionLimits; the shard's worst case is
 //     max_tables x this, held only until the push completes or times out)
@@ -60,6 +62,7 @@ struct ServerLimits {
   // gRPC holds a message size in an int: 2047 MiB is the most it sends.
   static constexpr uint64_t kMaxPullMb = 2047;
   static constexpr uint64_t kMaxBlockValues = uint64_t{1} << 30;
+  static constexpr uint64_t kMaxWorkers = uint64_t{1} << 20;
 
   uint64_t max_table_bytes = uint64_t{2} << 30;   // 2 GiB
   uint64_t max_shard_bytes = uint64_t{16} << 30;  // 16 GiB
@@ -70,6 +73,7 @@ struct ServerLimits {
   uint64_t max_block_values = kMaxDecodedElements;  // 2^26
   uint64_t max_name_length = kMaxTableNameLength;   // 128
   uint64_t max_staged_bytes = uint64_t{1} << 30;    // 1 GiB
+  uint64_t max_workers = 65536;  // worker ids [0, max_workers), as ps_worker
 
   // INVALID_ARGUMENT naming the first limit outside its range (or a table
   // limit above the shard's).
@@ -112,6 +116,9 @@ absl::Status CheckKeyCount(absl::string_view table, uint64_t keys,
 // scratch holds the same floats, so this bounds it too.
 absl::Status CheckPullBytes(absl::string_view table, uint64_t floats,
                             uint64_t extra, const ServerLimits& limits);
+
+// RESOURCE_EXHAUSTED for a worker id >= max_workers.
+absl::Status CheckWorkerId(uint32_t worker, const ServerLimits& limits);
 
 // 1,234,567
 std::string WithThousands(uint64_t n);

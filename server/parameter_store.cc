@@ -337,6 +337,7 @@ absl::StatusOr<PullResult> ParameterStore::PullDense(absl::string_view table,
                                                      uint64_t offset,
                                                      absl::Span<float> out,
                                                      const PullContext& ctx) {
+  RETURN_IF_ERROR(CheckWorkerId(ctx.worker, limits_));
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                    FindKind(table, TableKind::kDense));
   RETURN_IF_ERROR(CheckDenseRange(*entry->dense, offset, out.size(), shard_index_));
@@ -351,6 +352,7 @@ absl::StatusOr<PullResult> ParameterStore::PullDense(absl::string_view table,
 absl::StatusOr<PushOutcome> ParameterStore::PushDense(
     absl::string_view table, uint64_t offset, absl::Span<const float> gradient,
     const PushMeta& meta) {
+  RETURN_IF_ERROR(CheckWorkerId(meta.origin.worker_id, limits_));
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                    FindKind(table, TableKind::kDense));
   RETURN_IF_ERROR(
@@ -372,6 +374,7 @@ absl::StatusOr<PullResult> ParameterStore::PullSparse(
     absl::string_view table, absl::Span<const uint64_t> keys,
     absl::Span<float> out, const PullContext& ctx,
     absl::Span<uint64_t> row_versions) {
+  RETURN_IF_ERROR(CheckWorkerId(ctx.worker, limits_));
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                    FindKind(table, TableKind::kSparse));
   RETURN_IF_ERROR(CheckSparseKeys(*entry->sparse, keys, /*require_unique=*/false));
@@ -397,6 +400,7 @@ absl::StatusOr<PullResult> ParameterStore::PullSparse(
 absl::StatusOr<PushOutcome> ParameterStore::PushSparse(
     absl::string_view table, absl::Span<const uint64_t> keys,
     absl::Span<const float> gradients, const PushMeta& meta) {
+  RETURN_IF_ERROR(CheckWorkerId(meta.origin.worker_id, limits_));
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                    FindKind(table, TableKind::kSparse));
   RETURN_IF_ERROR(CheckSparseKeys(*entry->sparse, keys, /*require_unique=*/true));
@@ -445,6 +449,17 @@ void ParameterStore::PublishMembership() {
   const std::vector<uint32_t> live = membership_.LiveWorkers();
   const size_t ever = membership_.ever_registered();
   for (const auto& entry : Entries()) entry->partition->SetLiveWorkers(live, ever);
+}
+
+absl::Status ParameterStore::CheckRegistration(uint32_t worker,
+                                               double lease_s) const {
+  RETURN_IF_ERROR(CheckWorkerId(worker, limits_));
+  if (!std::isfinite(lease_s) || lease_s < 0 || lease_s > 3600) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Register: lease_s ", lease_s,
+        " must be in [0, 3600] (0 = server default)"));
+  }
+  return absl::OkStatus();
 }
 
 Registration ParameterStore::Register(uint32_t worker, uint64_t incarnation,

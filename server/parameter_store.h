@@ -187,7 +187,11 @@ class ParameterStore {
   absl::StatusOr<bool> PullReady(absl::string_view table,
                                  const PullContext& ctx) const;
 
-  // Membership.
+  // Membership. CheckRegistration says whether Register would take this
+  // request: the worker id within max_workers (RESOURCE_EXHAUSTED), the
+  // lease asked for finite and within [0, 3600] s, 0 = the default
+  // (INVALID_ARGUMENT).
+  absl::Status CheckRegistration(uint32_t worker, double lease_s) const;
   Registration Register(uint32_t worker, uint64_t incarnation,
                         absl::Duration lease);
   bool Heartbeat(uint32_t worker, uint64_t incarnation);

@@ -66,6 +66,8 @@ ABSL_FLAG(uint64_t, max_table_name_length, 128,
           "Most characters of a table name.");
 ABSL_FLAG(uint64_t, max_staged_mb, 1024,
           "Most MiB of unfinished multi-slice pushes one table's part holds.");
+ABSL_FLAG(uint64_t, max_workers, 65536,
+          "Worker ids this shard serves: 0 to max_workers - 1.");
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "Directory of this shard's checkpoints (its own; created if absent). "
           "At start the newest valid one is restored; without one the shard "
@@ -122,6 +124,7 @@ constexpr taups::FlagRange kFlagRanges[] = {
     {"checkpoint_interval_s", 0, 7 * 86400},
     {"checkpoint_every_versions", 0, uint64_t{1} << 48},
     {"metrics_port", -1, 65535},
+    {"max_workers", 1, taups::ServerLimits::kMaxWorkers},
 };
 
 // The limits the flags ask for; the caller validates them (Start does).
@@ -139,6 +142,7 @@ taups::ServerLimits LimitsFromFlags() {
   limits.max_block_values = absl::GetFlag(FLAGS_max_block_values);
   limits.max_name_length = absl::GetFlag(FLAGS_max_table_name_length);
   limits.max_staged_bytes = absl::GetFlag(FLAGS_max_staged_mb) << 20;
+  limits.max_workers = absl::GetFlag(FLAGS_max_workers);
   return limits;
 }
 

@@ -26,9 +26,10 @@ struct StoreState {
   uint64_t reserved = 0;
   uint64_t rows = 0;
   uint64_t versions = 0;
+  size_t workers = 0;  // known to membership
   bool operator==(const StoreState& o) const {
     return tables == o.tables && reserved == o.reserved && rows == o.rows &&
-           versions == o.versions;
+           versions == o.versions && workers == o.workers;
   }
 };
 
@@ -40,6 +41,7 @@ StoreState StateOf(const ParameterStore& store) {
     state.versions += info.version;
   }
   state.reserved = store.reserved_bytes();
+  state.workers = store.Stats().workers.size();
   return state;
 }
 
@@ -242,6 +244,37 @@ std::vector<Case> Cases() {
          return s.PushDense("w", 0, g, meta).status();
        },
        kMiB / 4, absl::StatusCode::kResourceExhausted, "--max_staged_mb"});
+  // n is the worker id: ids below max_workers pass.
+  cases.push_back(
+      {"worker ids of pushes",
+       With([](ServerLimits& l) { l.max_workers = 8; }),
+       [](ParameterStore& s) { REQUIRE(Create(s, Dense("w", 4)).ok()); },
+       [](ParameterStore& s, uint64_t n, int) {
+         PushMeta meta;
+         meta.origin = PushOrigin{static_cast<uint32_t>(n), 1, 1};
+         return s.PushDense("w", 0, std::vector<float>(4, 0.1f), meta).status();
+       },
+       7, absl::StatusCode::kResourceExhausted, "--max_workers"});
+  cases.push_back(
+      {"worker ids of pulls",
+       With([](ServerLimits& l) { l.max_workers = 8; }),
+       [](ParameterStore& s) { REQUIRE(Create(s, Dense("w", 4)).ok()); },
+       [](ParameterStore& s, uint64_t n, int) {
+         std::vector<float> out(4);
+         PullContext ctx;
+         ctx.worker = static_cast<uint32_t>(n);
+         return s.PullDense("w", 0, absl::MakeSpan(out), ctx).status();
+       },
+       7, absl::StatusCode::kResourceExhausted, "--max_workers"});
+  cases.push_back(
+      {"worker ids of registrations",
+       With([](ServerLimits& l) { l.max_workers = 8; }), nullptr,
+       [](ParameterStore& s, uint64_t n, int) {
+         RETURN_IF_ERROR(s.CheckRegistration(static_cast<uint32_t>(n), 0.0));
+         s.Register(static_cast<uint32_t>(n), 1, absl::ZeroDuration());
+         return absl::OkStatus();
+       },
+       7, absl::StatusCode::kResourceExhausted, "--max_workers"});
   return cases;
 }
 
@@ -360,6 +393,7 @@ TEST_CASE("limits out of range are refused by Validate") {
       [](ServerLimits& l) { l.max_block_values = 0; },
       [](ServerLimits& l) { l.max_name_length = kMaxTableNameLength + 1; },
       [](ServerLimits& l) { l.max_staged_bytes = 0; },
+      [](ServerLimits& l) { l.max_workers = ServerLimits::kMaxWorkers + 1; },
   };
   for (size_t i = 0; i < bad.size(); ++i) {
     INFO(i);
