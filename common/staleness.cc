@@ -57,13 +57,18 @@ StalenessDecision DecideStaleness(const StalenessConfig& config, uint64_t tau,
 absl::StatusOr<PushStamp> StampPush(const StalenessConfig& config,
                                     uint64_t version, uint64_t base_version,
                                     absl::string_view table) {
-  if (base_version > version) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "base_version ", base_version, " is ahead of this shard's version ",
-        version, " of table '", table,
-        "' (the shard restarted?); pull again before pushing"));
-  }
   PushStamp stamp;
+  if (base_version > version) {
+    // The pusher read a version this shard no longer has: the shard came
+    // back from a checkpoint older than that read. Its gradient is of a
+    // model that is gone; drop it and let the worker pull again.
+    stamp.decision.accepted = false;
+    stamp.decision.reject_reason = absl::StrCat(
+        "computed on version ", base_version, " of table '", table,
+        "', but this shard is at version ", version,
+        " (it restarted from a checkpoint); pull again, this gradient is dropped");
+    return stamp;
+  }
   stamp.tau = version - base_version;
   stamp.decision = DecideStaleness(config, stamp.tau, version);
   return stamp;

@@ -43,8 +43,10 @@ struct PushStamp {
   uint64_t tau = 0;
   StalenessDecision decision;
 };
-// FAILED_PRECONDITION when base_version is ahead of `version` (the pusher
-// read from a shard that has since restarted or been restored).
+// A base_version ahead of `version` (the pusher read from a shard that has
+// since restarted from an older checkpoint) is refused: accepted = false,
+// tau 0, a reason saying to pull again. Never an error today; StatusOr
+// leaves room for one.
 absl::StatusOr<PushStamp> StampPush(const StalenessConfig& config,
                                     uint64_t version, uint64_t base_version,
                                     absl::string_view table);

@@ -71,6 +71,7 @@ namespace {
 RetryPolicy PolicyFrom(const ClientOptions& options) {
   RetryPolicy policy;
   policy.max_attempts = options.max_attempts;
+  policy.budget = options.retry_budget;
   policy.call_timeout = options.call_timeout;
   policy.initial_backoff = options.initial_backoff;
   policy.max_backoff = options.max_backoff;

@@ -220,6 +220,7 @@ absl::Status GrpcClient::Leave() {
   RetryPolicy policy = policy_;
   policy.max_attempts = std::min(policy.max_attempts, 3);
   policy.call_timeout = std::min(policy.call_timeout, absl::Seconds(5));
+  policy.budget = absl::ZeroDuration();  // a goodbye does not wait out restarts
   v1::LeaveRequest request;
   request.set_worker_id(options_.worker_id);
   request.set_worker_incarnation(options_.worker_incarnation);

@@ -41,6 +41,9 @@ class ShardChannels {
 
 struct RetryPolicy {
   int max_attempts = 8;
+  // Transient failures are retried for at least max_attempts attempts and
+  // until this long after the first attempt.
+  absl::Duration budget = absl::ZeroDuration();
   absl::Duration call_timeout = absl::Seconds(30);
   absl::Duration initial_backoff = absl::Milliseconds(20);
   absl::Duration max_backoff = absl::Seconds(2);
@@ -97,6 +100,7 @@ class RetryingCall
         done_(std::move(done)) {}
 
   void Attempt() {
+    if (attempts_ == 0) first_attempt_ = absl::Now();
     ++attempts_;
     context_ = std::make_unique<grpc::ClientContext>();
     context_->set_deadline(absl::ToChronoTime(absl::Now() + policy_.call_timeout));
@@ -111,7 +115,8 @@ class RetryingCall
         status.error_code() == grpc::StatusCode::UNAVAILABLE ||
         (kResendOnDeadline<Request> &&
          status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
-    if (transient && attempts_ < policy_.max_attempts) {
+    if (transient && (attempts_ < policy_.max_attempts ||
+                      absl::Now() - first_attempt_ < policy_.budget)) {
       auto self = this->shared_from_this();
       runner_->RunAfter(
           policy_.Backoff(attempts_, reinterpret_cast<uintptr_t>(this)),
@@ -136,6 +141,7 @@ class RetryingCall
   Done done_;
   std::unique_ptr<grpc::ClientContext> context_;
   int attempts_ = 0;
+  absl::Time first_attempt_;
 };
 
 template <typename Request, typename Response, typename Invoke>

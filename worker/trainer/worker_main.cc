@@ -33,6 +33,9 @@
 #include "worker/tools/compression_flags.h"
 #include "worker/tools/policy_flags.h"
 
+ABSL_FLAG(double, retry_budget_s, 60,
+          "Seconds a call keeps retrying while a shard is unreachable, so the "
+          "worker rides through a shard restart (it then pulls again).");
 ABSL_FLAG(std::string, servers, "",
           "Comma-separated host:port of every ps_server shard, in shard-index "
           "order (required), e.g. 127.0.0.1:7000,127.0.0.1:7001");
@@ -137,6 +140,7 @@ constexpr long double kOneYearS = 365.0L * 86400;
 // are TrainerOptions::Validate's.
 constexpr FlagRange kFlagRanges[] = {
     {"worker_id", 0, kMaxWorkers - 1},
+    {"retry_budget_s", 0, 86400},
     {"num_workers", 1, kMaxWorkers},
     {"steps", 0, MaxOf<int64_t>()},
     {"batch_size", 0, 65536},
@@ -242,6 +246,7 @@ absl::Status Run() {
         "--servers is required (comma-separated host:port list)");
   }
   client_options.worker_id = options.worker_id;
+  client_options.retry_budget = absl::Seconds(absl::GetFlag(FLAGS_retry_budget_s));
   ASSIGN_OR_RETURN(std::unique_ptr<Client> client,
                    Client::Connect(client_options));
 

@@ -26,7 +26,9 @@
 // Clock() after each step.
 //
 // Every call has a deadline (ClientOptions::call_timeout) and retries with
-// exponential backoff while a shard answers UNAVAILABLE.
+// exponential backoff while a shard answers UNAVAILABLE (for at least
+// max_attempts attempts and retry_budget); pushes are also resent after a
+// deadline passed, which shards answer once (a duplicate is not applied).
 //
 // Membership: with register_worker (the default) the client holds a lease on
 // every shard, renewed in the background. A worker that is done calls
@@ -65,6 +67,12 @@ struct ClientOptions {
   absl::Duration connect_timeout = absl::Seconds(30);
   // Attempts per RPC while the shard answers UNAVAILABLE (>= 1).
   int max_attempts = 8;
+  // ... and keep retrying until this long after a call's first attempt, so
+  // a worker rides through a shard's restart (systemd's RestartSec plus the
+  // checkpoint restore) instead of failing: the restarted shard answers
+  // with a new incarnation, pushes computed on parameters it no longer has
+  // come back accepted = false, and the next pull brings its values.
+  absl::Duration retry_budget = absl::Seconds(60);
   absl::Duration initial_backoff = absl::Milliseconds(20);
   absl::Duration max_backoff = absl::Seconds(2);
   // Dense transfers are cut into slices of at most this many bytes, sent
