@@ -177,5 +177,56 @@ TEST_CASE("without a checkpoint a shard starts only when told it is new") {
   REQUIRE(refused.Output().find("--start_empty") != std::string::npos);
 }
 
+// Shard `index` of `count` on `port` (0: any) with its own checkpoint dir.
+Shard StartShard(const std::string& dir, int index, int count, int port,
+                 const std::string& ckpt, std::vector<std::string> extra = {}) {
+  const std::string port_file = absl::StrCat(dir, "/shard", index, ".port");
+  std::vector<std::string> args = {
+      absl::StrCat("--shard_index=", index), absl::StrCat("--num_shards=", count),
+      "--host=127.0.0.1", absl::StrCat("--port=", port), "--port_file=" + port_file,
+      "--checkpoint_dir=" + ckpt, "--stats_interval_s=0"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  Shard shard;
+  shard.process = std::make_unique<Process>(
+      testing::BinDir() + "/ps_server", args, absl::StrCat(dir, "/shard", index, ".log"));
+  shard.port = ReadPort(port_file);
+  return shard;
+}
+
+// The scenario on real processes: kill -9 one of two shards in the
+// middle of training, let it come back (as systemd would restart it): the
+// workers ride through and finish, and the shard is back at its checkpoint.
+TEST_CASE("workers ride through a shard killed and restarted mid-training") {
+  TempDir state, run, restart_run;
+  std::vector<Shard> shards;
+  for (int s = 0; s < 2; ++s) {
+    shards.push_back(StartShard(run.path(), s, 2, 0,
+                                absl::StrCat(state.path(), "/shard", s),
+                                {"--start_empty", "--checkpoint_every_versions=50"}));
+  }
+  auto workers = testing::StartWorkers(
+      run, shards, 2,
+      {"--model=ctr", "--steps=400", "--eval_every=0", "--eval_examples=2000",
+       "--log_every=0", "--retry_budget_s=60"});
+  // Let the workers train and shard 1 checkpoint, then kill it.
+  absl::SleepFor(absl::Seconds(6));
+  const int port = shards[1].port;
+  REQUIRE(kill(shards[1].process->pid(), SIGKILL) == 0);
+  shards[1].process->Wait(absl::Seconds(5));
+  absl::SleepFor(absl::Seconds(1));
+  shards[1] = StartShard(restart_run.path(), 1, 2, port,
+                         absl::StrCat(state.path(), "/shard1"));
+  const std::vector<testing::WorkerRun> runs =
+      testing::WaitForWorkers(workers, absl::Minutes(4));
+  for (const testing::WorkerRun& r : runs) {
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+  }
+  const std::string log = shards[1].process->Output();
+  INFO(log);
+  REQUIRE(log.find("restored table 'ctr_embeddings' at version") != std::string::npos);
+  for (int s = 0; s < 2; ++s) REQUIRE(shards[s].process->Stop() == std::optional<int>(0));
+}
+
 }  // namespace
 }  // namespace taups
