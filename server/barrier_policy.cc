@@ -127,13 +127,22 @@ class BarrierPolicy final : public ConsistencyPolicy {
   }
 
   void OnEnter(PolicyState& state) const override {
-    // Gather next the step the most advanced live worker is on.
+    // Gather first the step after the one the most advanced live worker is
+    // on. A worker may have pulled for its current step under the old policy
+    // (which did not wait); its push for that step arrives now and must not
+    // be "ahead" of the open step, which would stop the worker. It comes
+    // late instead and is dropped, as are the laggards' pushes until they
+    // reach the open step (their pulls return at once and carry the step,
+    // so they catch up in one or two steps).
     uint64_t max_clock = 0;
+    bool any = false;
     for (uint32_t w : state.live) {
       auto it = state.clocks.find(w);
-      if (it != state.clocks.end()) max_clock = std::max(max_clock, it->second);
+      if (it == state.clocks.end()) continue;
+      max_clock = std::max(max_clock, it->second);
+      any = true;
     }
-    state.open_step = std::max(state.open_step, max_clock);
+    if (any) state.open_step = std::max(state.open_step, max_clock + 1);
     state.step_opened = state.clock->Now();
   }
 

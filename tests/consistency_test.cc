@@ -452,10 +452,15 @@ TEST_CASE("an admin call switches async to sync without losing pushes") {
   shard.store.Register(1, 1, kLease);
   REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{1}, Meta(0, 4, 0, 1)).ok());
   REQUIRE(shard.store.SetConsistency("w", Policy(ConsistencyKind::kSync, 2), {}).ok());
-  // Worker 0 finished step 4, so step 5 is gathered next.
-  REQUIRE(shard.store.GetTable("w")->open_step == 5);
-  REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{2}, Meta(0, 5, 1, 2)).ok());
-  REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{4}, Meta(1, 5, 1, 2)).ok());
+  // Worker 0 finished step 4 and may already have pulled for step 5 under
+  // async (which did not wait): step 6 is gathered first, so no push is
+  // ahead of the open step. Pushes for step 5 come late and are dropped.
+  REQUIRE(shard.store.GetTable("w")->open_step == 6);
+  auto late = shard.store.PushDense("w", 0, std::vector<float>{100}, Meta(0, 5, 1, 2));
+  REQUIRE(late.ok());
+  REQUIRE_FALSE(late->accepted);
+  REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{2}, Meta(0, 6, 1, 3)).ok());
+  REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{4}, Meta(1, 6, 1, 4)).ok());
   REQUIRE(Pull(shard, 1) == std::vector<float>{-4});  // -1 - (2 + 4) / 2
   REQUIRE(shard.store.SetConsistency("w", Policy(ConsistencyKind::kSync, 0), {})
               .status()
