@@ -1,6 +1,7 @@
 #include "server/partition.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -67,12 +68,20 @@ absl::StatusOr<PushOutcome> Partition::Push(const PushSlice& slice) {
         "table '", config().name, "': a push of ", slice.header.slices,
         " slices needs origin.seq != 0 to tell its slices from another push's"));
   }
+  // A slice that may be staged is copied before the apply path, so the
+  // copies of concurrent slices run in parallel rather than one after
+  // another under the lock (the completing slice's copy goes unused).
+  std::optional<StagedSlice> copy;
+  if (slice.header.slices > 1) copy = StagedSlice::CopyOf(slice.index, slice.part);
   absl::StatusOr<PushOutcome> answer;
-  Apply([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { answer = PushLocked(slice); });
+  Apply([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    answer = PushLocked(slice, copy ? &*copy : nullptr);
+  });
   return answer;
 }
 
-absl::StatusOr<PushOutcome> Partition::PushLocked(const PushSlice& slice) {
+absl::StatusOr<PushOutcome> Partition::PushLocked(const PushSlice& slice,
+                                                  StagedSlice* copy) {
   const DedupWindow::Lookup seen = dedup_.Find(slice.origin);
   if (seen.verdict == DedupWindow::Verdict::kRepeat) {
     ++duplicates_;
@@ -89,7 +98,7 @@ absl::StatusOr<PushOutcome> Partition::PushLocked(const PushSlice& slice) {
         "); it may have been applied already, so it is not applied again"));
   }
   absl::StatusOr<StagedPushes::Added> added = staged_.Add(
-      slice.origin, slice.index, slice.header, slice.part, clock_->Now());
+      slice.origin, slice.index, slice.header, slice.part, clock_->Now(), copy);
   if (!added.ok()) {
     staged_.Drop(slice.origin);
     const absl::Status refused(

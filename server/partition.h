@@ -143,7 +143,9 @@ class Partition {
   // the leader of its group) under state_mu_ held exclusively.
   void Apply(absl::FunctionRef<void()> work);
 
-  absl::StatusOr<PushOutcome> PushLocked(const PushSlice& slice)
+  // `copy`: the slice's data copied before the lock (multi-slice pushes).
+  absl::StatusOr<PushOutcome> PushLocked(const PushSlice& slice,
+                                         StagedSlice* copy)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
   absl::StatusOr<PushOutcome> ApplyWholeLocked(
       const PushSlice& last, const std::vector<StagedSlice>& staged)

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
@@ -66,7 +68,27 @@ absl::Status PolicyState::NonFiniteError(const PushArgs& args) {
 
 void PolicyState::Apply(absl::Span<const GradientPart> parts, float lr_factor,
                         uint32_t worker) {
-  for (const GradientPart& part : parts) table->Apply(part, lr_factor, worker);
+  // The slices of one large push touch disjoint elements (a multi-slice push
+  // is dense), so they are applied on several threads: the partition's apply
+  // path holds its lock, so nothing else runs on the table meanwhile.
+  constexpr size_t kParallelValues = size_t{1} << 20;
+  size_t values = 0;
+  for (const GradientPart& part : parts) values += part.values.size();
+  const size_t threads = std::min<size_t>(
+      {parts.size(), std::max(1u, std::thread::hardware_concurrency()), 4});
+  if (threads < 2 || values < kParallelValues) {
+    for (const GradientPart& part : parts) table->Apply(part, lr_factor, worker);
+    return;
+  }
+  auto run = [&](size_t first) {
+    for (size_t i = first; i < parts.size(); i += threads) {
+      table->Apply(parts[i], lr_factor, worker);
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(run, t);
+  run(0);
+  for (std::thread& helper : helpers) helper.join();
 }
 
 StepBuffer& PolicyState::BufferOf(BufferMap& map, uint32_t worker) {

@@ -15,9 +15,19 @@ GradientPart StagedSlice::AsPart() const {
   return part;
 }
 
+StagedSlice StagedSlice::CopyOf(uint32_t index, const GradientPart& part) {
+  StagedSlice slice;
+  slice.index = index;
+  slice.offset = part.offset;
+  slice.keys.assign(part.keys.begin(), part.keys.end());
+  slice.values.assign(part.values.begin(), part.values.end());
+  slice.max_abs = part.max_abs;
+  return slice;
+}
+
 absl::StatusOr<StagedPushes::Added> StagedPushes::Add(
     const PushOrigin& origin, uint32_t index, const PushHeader& header,
-    const GradientPart& part, absl::Time now) {
+    const GradientPart& part, absl::Time now, StagedSlice* prepared) {
   if (index >= header.slices) {
     return absl::InvalidArgumentError(absl::StrCat(
         "slice index ", index, " of a push of ", header.slices, " slices"));
@@ -51,12 +61,8 @@ absl::StatusOr<StagedPushes::Added> StagedPushes::Add(
   if (it == pushes_.end()) {
     it = pushes_.emplace(KeyOf(origin), Push{header, now, {}, 0}).first;
   }
-  StagedSlice& slice = it->second.slices.emplace_back();
-  slice.index = index;
-  slice.offset = part.offset;
-  slice.keys.assign(part.keys.begin(), part.keys.end());
-  slice.values.assign(part.values.begin(), part.values.end());
-  slice.max_abs = part.max_abs;
+  it->second.slices.push_back(prepared != nullptr ? std::move(*prepared)
+                                                 : StagedSlice::CopyOf(index, part));
   it->second.bytes += bytes;
   bytes_ += bytes;
   return Added::kStaged;

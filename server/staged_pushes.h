@@ -41,6 +41,11 @@ struct StagedSlice {
   std::vector<float> values;
   float max_abs = -1.0f;
   GradientPart AsPart() const;
+  // A copy of `part` as slice `index`.
+  static StagedSlice CopyOf(uint32_t index, const GradientPart& part);
+  uint64_t bytes() const {
+    return values.size() * sizeof(float) + keys.size() * sizeof(uint64_t);
+  }
 };
 
 class StagedPushes {
@@ -54,10 +59,12 @@ class StagedPushes {
   };
   // Slice `index` of a push described by `header`, arriving at `now`.
   // INVALID_ARGUMENT if index >= header.slices or the header differs from
-  // the push's first slice; RESOURCE_EXHAUSTED past max_bytes.
+  // the push's first slice; RESOURCE_EXHAUSTED past max_bytes. With
+  // `prepared` (StagedSlice::CopyOf(index, part), made by the caller before
+  // it took its lock) a staged slice is moved in rather than copied here.
   absl::StatusOr<Added> Add(const PushOrigin& origin, uint32_t index,
                             const PushHeader& header, const GradientPart& part,
-                            absl::Time now);
+                            absl::Time now, StagedSlice* prepared = nullptr);
   // Removes a push and returns its staged slices, ordered by index.
   std::vector<StagedSlice> Take(const PushOrigin& origin);
   // Removes a push, if staged.
