@@ -111,6 +111,51 @@ TableSnapshot Replay(const TableConfig& config,
   return fresh->Snapshot().table;
 }
 
+// `writers` threads, each sending `pushes_each` random pushes (slices
+// shuffled) to one partition; Join() returns the accepted pushes keyed by
+// the version each was answered with, i.e. in the partition's apply order
+// (pointing into this object: keep it alive while the map is used).
+class ConcurrentWriters {
+ public:
+  ConcurrentWriters(Partition& partition, uint64_t seed, int writers,
+                    int pushes_each)
+      : pushes_(writers), versions_(writers) {
+    for (int w = 0; w < writers; ++w) {
+      std::mt19937_64 rng(seed * 1000 + w);
+      for (int i = 0; i < pushes_each; ++i) {
+        pushes_[w].push_back(RandomPush(rng, w, i + 1));
+      }
+    }
+    for (int w = 0; w < writers; ++w) {
+      threads_.emplace_back([this, &partition, w, seed] {
+        std::mt19937_64 order_rng(seed * 7 + w);
+        for (const TestPush& push : pushes_[w]) {
+          absl::StatusOr<PushOutcome> answer =
+              SendShuffled(partition, push, order_rng);
+          versions_[w].push_back(answer.ok() ? answer->new_version : 0);
+        }
+      });
+    }
+  }
+  std::map<uint64_t, const TestPush*> Join() {
+    for (std::thread& t : threads_) t.join();
+    std::map<uint64_t, const TestPush*> order;
+    for (size_t w = 0; w < pushes_.size(); ++w) {
+      for (size_t i = 0; i < pushes_[w].size(); ++i) {
+        INFO("worker " << w << " push " << i);
+        REQUIRE(versions_[w][i] > 0);
+        REQUIRE(order.emplace(versions_[w][i], &pushes_[w][i]).second);
+      }
+    }
+    return order;
+  }
+
+ private:
+  std::vector<std::vector<TestPush>> pushes_;
+  std::vector<std::vector<uint64_t>> versions_;
+  std::vector<std::thread> threads_;
+};
+
 TEST_CASE("concurrent writers: the result is the replay of the apply order") {
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     const TableConfig config = DenseConfig(
@@ -118,32 +163,9 @@ TEST_CASE("concurrent writers: the result is the replay of the apply order") {
     std::unique_ptr<Partition> partition = NewDense(config);
     constexpr int kWriters = 4;
     constexpr int kPushesEach = 40;
-    std::vector<std::vector<TestPush>> pushes(kWriters);
-    std::vector<std::vector<uint64_t>> versions(kWriters);
-    std::vector<std::thread> threads;
-    for (int w = 0; w < kWriters; ++w) {
-      std::mt19937_64 rng(seed * 100 + w);
-      for (int i = 0; i < kPushesEach; ++i) {
-        pushes[w].push_back(RandomPush(rng, w, i + 1));
-      }
-      threads.emplace_back([&, w, seed] {
-        std::mt19937_64 order_rng(seed * 7 + w);
-        for (const TestPush& push : pushes[w]) {
-          absl::StatusOr<PushOutcome> answer =
-              SendShuffled(*partition, push, order_rng);
-          versions[w].push_back(answer.ok() ? answer->new_version : 0);
-        }
-      });
-    }
-    for (std::thread& t : threads) t.join();
-    std::map<uint64_t, const TestPush*> order;
-    for (int w = 0; w < kWriters; ++w) {
-      for (int i = 0; i < kPushesEach; ++i) {
-        INFO("seed " << seed << " worker " << w << " push " << i);
-        REQUIRE(versions[w][i] > 0);
-        REQUIRE(order.emplace(versions[w][i], &pushes[w][i]).second);
-      }
-    }
+    INFO("seed " << seed);
+    ConcurrentWriters writers(*partition, seed, kWriters, kPushesEach);
+    const std::map<uint64_t, const TestPush*> order = writers.Join();
     REQUIRE(partition->version() == kWriters * kPushesEach);
     REQUIRE(order.rbegin()->first == kWriters * kPushesEach);
     INFO("seed " << seed);
@@ -291,36 +313,14 @@ TEST_CASE("a snapshot taken during concurrent pushes is a prefix of the order") 
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     const TableConfig config = DenseConfig(OptimizerKind::kAdam);
     std::unique_ptr<Partition> partition = NewDense(config);
-    constexpr int kWriters = 3;
-    constexpr int kPushesEach = 30;
-    std::vector<std::vector<TestPush>> pushes(kWriters);
-    std::vector<std::vector<uint64_t>> versions(kWriters);
-    std::vector<std::thread> threads;
-    for (int w = 0; w < kWriters; ++w) {
-      std::mt19937_64 rng(seed * 1000 + w);
-      for (int i = 0; i < kPushesEach; ++i) {
-        pushes[w].push_back(RandomPush(rng, w, i + 1));
-      }
-      threads.emplace_back([&, w, seed] {
-        std::mt19937_64 order_rng(seed + w);
-        for (const TestPush& push : pushes[w]) {
-          absl::StatusOr<PushOutcome> answer =
-              SendShuffled(*partition, push, order_rng);
-          versions[w].push_back(answer.ok() ? answer->new_version : 0);
-        }
-      });
-    }
+    ConcurrentWriters writers(*partition, seed, /*writers=*/3, /*pushes_each=*/30);
     std::vector<PartitionSnapshot> snapshots;
     while (snapshots.size() < 6) {
       snapshots.push_back(partition->Snapshot());
       std::this_thread::sleep_for(std::chrono::microseconds(300));
     }
-    for (std::thread& t : threads) t.join();
-    std::map<uint64_t, const TestPush*> order;
-    for (int w = 0; w < kWriters; ++w) {
-      for (int i = 0; i < kPushesEach; ++i) order[versions[w][i]] = &pushes[w][i];
-    }
-    REQUIRE(order.size() == kWriters * kPushesEach);
+    const std::map<uint64_t, const TestPush*> order = writers.Join();
+    REQUIRE(order.size() == 90);
     for (const PartitionSnapshot& snapshot : snapshots) {
       INFO("seed " << seed << " snapshot at version " << snapshot.policy.version);
       REQUIRE(snapshot.table == Replay(config, order, snapshot.policy.version));
