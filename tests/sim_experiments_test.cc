@@ -37,6 +37,7 @@ const SimData* Data() {
 
 SimResult Run(const SimConfig& config) {
   auto result = RunSimulation(config, Data()->train, Data()->test);
+  INFO(result.status().ToString());
   REQUIRE(result.ok());
   return *std::move(result);
 }

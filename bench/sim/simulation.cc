@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "bench/sim/event_queue.h"
 #include "common/clock.h"
+#include "server/limits.h"
 #include "common/status_macros.h"
 #include "server/parameter_store.h"
 #include "worker/src/shard_router.h"
@@ -20,7 +21,9 @@ namespace taups::sim {
 namespace {
 
 constexpr char kTable[] = "model";
-constexpr uint32_t kEvaluatorId = 0x7fffffff;
+// The evaluator reads as a worker id no simulated worker has: the highest a
+// shard serves by default (ids past ServerLimits::max_workers are refused).
+const uint32_t kEvaluatorId = static_cast<uint32_t>(ServerLimits().max_workers - 1);
 constexpr uint64_t kIncarnation = 1;
 
 bool IsBarrier(ConsistencyKind kind) {
