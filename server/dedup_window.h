@@ -52,8 +52,11 @@ struct DedupSnapshot {
 
 class DedupWindow {
  public:
-  static constexpr size_t kDefaultPerIncarnation = 256;
-  static constexpr size_t kDefaultMaxIncarnations = 4096;
+  // A worker rarely has more than a few pushes of one table in flight; 64
+  // answers cover them with room. 1024 x 64 answers of ~150 bytes bound a
+  // partition's window near 10 MB however many incarnations a client makes.
+  static constexpr size_t kDefaultPerIncarnation = 64;
+  static constexpr size_t kDefaultMaxIncarnations = 1024;
 
   explicit DedupWindow(size_t per_incarnation = kDefaultPerIncarnation,
                        size_t max_incarnations = kDefaultMaxIncarnations);
