@@ -17,6 +17,7 @@ ParameterStore::ParameterStore(uint32_t shard_index, uint32_t num_shards,
                                const ServerLimits& limits)
     : shard_index_(shard_index),
       num_shards_(num_shards),
+      ownership_(OwnershipMap::Initial(num_shards)),
       clock_(clock),
       limits_(limits),
       membership_(clock, default_lease) {}
@@ -40,7 +41,7 @@ absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& request
           "dense table '", config.name, "' of ", config.dense_size,
           " elements is smaller than the ", num_shards_, " shards"));
     }
-    range = DenseShardRange(config.dense_size, num_shards_, shard_index_);
+    range = ownership_.DenseRangeOf(config.dense_size, shard_index_);
   }
   ASSIGN_OR_RETURN(const TableCost cost, CostOf(config, range.size()));
   std::shared_ptr<Entry> entry;
@@ -263,10 +264,12 @@ absl::Status ParameterStore::CheckSparseKeys(const SparseTable& table,
   }
   RETURN_IF_ERROR(CheckKeyCount(table.config().name, keys.size(), limits_));
   for (uint64_t key : keys) {
-    if (SparseShardOf(key, num_shards_) != shard_index_) {
+    const uint32_t owner = ownership_.SparseOwnerOf(key);
+    if (owner != shard_index_) {
       return absl::InvalidArgumentError(absl::StrCat(
           "table '", table.config().name, "': key ", key, " belongs to shard ",
-          SparseShardOf(key, num_shards_), ", not shard ", shard_index_));
+          owner, ", not shard ", shard_index_, " (ownership epoch ",
+          ownership_.epoch(), ")"));
     }
   }
   if (require_unique) {

@@ -32,6 +32,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/clock.h"
+#include "common/ownership_map.h"
 #include "common/shard_map.h"
 #include "server/dense_table.h"
 #include "server/limits.h"
@@ -96,6 +97,7 @@ class ParameterStore {
   ParameterStore& operator=(const ParameterStore&) = delete;
 
   uint32_t shard_index() const { return shard_index_; }
+  const OwnershipMap& ownership() const { return ownership_; }
   uint32_t num_shards() const { return num_shards_; }
   const ServerLimits& limits() const { return limits_; }
   // Bytes the tables' parts are counted for against limits().max_shard_bytes.
@@ -232,6 +234,9 @@ class ParameterStore {
 
   const uint32_t shard_index_;
   const uint32_t num_shards_;
+  // Which shard owns which dense range and sparse bucket: the same map the
+  // clients route by (epoch 1 until ownership moves).
+  const OwnershipMap ownership_;
   const Clock* const clock_;
   const ServerLimits limits_;
   Membership membership_;
