@@ -46,6 +46,16 @@ class BarrierPolicy final : public ConsistencyPolicy {
           ConsistencyKindName(state.consistency.kind),
           ", so register before pushing"));
     }
+    if (args.clock > state.open_step && state.just_switched) {
+      // Right after a switch to this policy another shard may have opened
+      // a later step, and the worker (whose clock follows the most advanced
+      // shard) pushes for it: close what this shard gathered and catch up,
+      // instead of stopping the worker. Only until a step closes normally,
+      // so no client can make steps skip in steady state.
+      if (!state.arrivals.empty()) Close(state, CloseReason::kPolicyChange, -1);
+      state.open_step = args.clock;
+      state.step_opened = state.clock->Now();
+    }
     if (args.clock > state.open_step) {
       return absl::FailedPreconditionError(absl::StrCat(
           "table '", state.name(), "': worker ", worker, " pushed for step ",
@@ -144,6 +154,7 @@ class BarrierPolicy final : public ConsistencyPolicy {
     }
     if (any) state.open_step = std::max(state.open_step, max_clock + 1);
     state.step_opened = state.clock->Now();
+    state.just_switched = true;
   }
 
  private:
@@ -281,6 +292,7 @@ class BarrierPolicy final : public ConsistencyPolicy {
                   absl::StrJoin(missing, ","));
     ++state.open_step;
     state.step_opened = now;
+    if (reason != CloseReason::kPolicyChange) state.just_switched = false;
     state.arrivals.clear();
     state.contributed = 0;
     state.step_sum->Clear();

@@ -59,6 +59,10 @@ struct PolicyState {
   std::unique_ptr<StepBuffer> step_sum;
   absl::flat_hash_set<uint32_t> arrivals;  // workers that pushed for it
   size_t contributed = 0;                  // of those, accepted pushes
+  // Set by a switch to a barrier policy until the first step closes by its
+  // arrivals: shards switch at slightly different moments, so a worker may
+  // come with a step another shard has already opened (see BarrierPolicy).
+  bool just_switched = false;
   // reuse_last: each worker's gradient for the open step, and its last one.
   BufferMap current;
   BufferMap last;

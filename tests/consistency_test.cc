@@ -445,6 +445,29 @@ TEST_CASE("delay compensation adds lambda g^2 (theta_now - theta_pulled)") {
   REQUIRE(Pull(shard, 1, 1)[0] == -2.0f);
 }
 
+TEST_CASE("right after a switch to sync a worker from a later step catches the shard up") {
+  // Shards switch at slightly different moments; a worker whose clock
+  // follows another shard's later open step pushes for it here.
+  Shard shard;
+  Create(shard, Dense(1, 1.0f));
+  shard.store.Register(0, 1, kLease);
+  shard.store.Register(1, 1, kLease);
+  REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{1}, Meta(0, 4, 0, 1)).ok());
+  REQUIRE(shard.store.SetConsistency("w", Policy(ConsistencyKind::kSync, 2), {}).ok());
+  REQUIRE(shard.store.GetTable("w")->open_step == 6);
+  REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{2}, Meta(0, 6, 1, 2)).ok());
+  // Worker 1 comes with step 7: step 6 closes with what it gathered (worker
+  // 0's 2) and the shard gathers step 7.
+  auto ahead = shard.store.PushDense("w", 0, std::vector<float>{4}, Meta(1, 7, 1, 3));
+  REQUIRE(ahead.ok());
+  REQUIRE(ahead->accepted);
+  REQUIRE(shard.store.GetTable("w")->open_step == 7);
+  REQUIRE(Pull(shard, 1) == std::vector<float>{-3});  // -1 - 2
+  REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{6}, Meta(0, 7, 2, 4)).ok());
+  REQUIRE(shard.store.GetTable("w")->open_step == 8);
+  REQUIRE(Pull(shard, 1) == std::vector<float>{-8});  // -3 - (4 + 6) / 2
+}
+
 TEST_CASE("an admin call switches async to sync without losing pushes") {
   Shard shard;
   Create(shard, Dense(1, 1.0f));
@@ -462,6 +485,10 @@ TEST_CASE("an admin call switches async to sync without losing pushes") {
   REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{2}, Meta(0, 6, 1, 3)).ok());
   REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{4}, Meta(1, 6, 1, 4)).ok());
   REQUIRE(Pull(shard, 1) == std::vector<float>{-4});  // -1 - (2 + 4) / 2
+  // Once a step closed normally, a push for a step not open yet is refused.
+  REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{1}, Meta(0, 9, 2, 5))
+              .status()
+              .code() == absl::StatusCode::kFailedPrecondition);
   REQUIRE(shard.store.SetConsistency("w", Policy(ConsistencyKind::kSync, 0), {})
               .status()
               .code() == absl::StatusCode::kInvalidArgument);

@@ -64,7 +64,7 @@ std::future<absl::StatusOr<PullInfo>> GrpcClient::PullDenseAsync(
           if (!state->info.shard_touched[s]) state->info.shard_versions[s] = 0;
         }
         state->info.elapsed = absl::Now() - start;
-        CatchUp(state->info.step);
+        CatchUp(name, state->info.step);
         RecordPull(name, state->info);
         state->promise.set_value(std::move(state->info));
       });
@@ -74,7 +74,7 @@ std::future<absl::StatusOr<PullInfo>> GrpcClient::PullDenseAsync(
     request.set_offset(slice.offset);
     request.set_count(slice.count);
     request.set_worker_id(options_.worker_id);
-    request.set_clock(clock_.load());
+    request.set_clock(ClockOf(name));
     if (pull_codec != CodecKind::kNone) {
       request.set_pull_codec(static_cast<v1::Codec>(pull_codec));
       request.set_pull_bucket_size(compression->config().pull_bucket_size);
@@ -221,7 +221,7 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseImpl(
         state->promise.set_value(std::move(state->result));
       });
   const v1::PushOrigin origin = NextOrigin();
-  const uint64_t clock = clock_.load();
+  const uint64_t clock = ClockOf(name);
   // An encoded push leaves the norm to the shards (0 = unknown): the raw
   // gradient's norm is not the norm of what they will decode.
   const double norm_sq = encode ? 0.0 : SquaredNorm(gradient);

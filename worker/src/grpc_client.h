@@ -57,7 +57,8 @@ class GrpcClient final : public Client {
   absl::Status SetCompression(absl::string_view table,
                               const CompressionConfig& config) override;
   absl::StatusOr<TransferCounters> Transfers(absl::string_view table) override;
-  uint64_t clock() const override { return clock_.load(); }
+  // The most advanced table's clock (each table keeps its own; ClockOf).
+  uint64_t clock() const override;
   void Clock() override { clock_.fetch_add(1); }
   absl::Status Leave() override;
 
@@ -146,8 +147,13 @@ class GrpcClient final : public Client {
   // Tracks the shard's incarnation; true if it changed since last seen.
   bool NoteIncarnation(uint32_t shard, uint64_t incarnation);
   v1::PushOrigin NextOrigin();
-  // Moves the clock up to `step` if it is behind.
-  void CatchUp(uint64_t step);
+  // Moves `table`'s clock up to `step` if it is behind. Each table has its
+  // own clock: the steps this worker completed (Clock()) plus how far that
+  // table's shards moved it ahead (a rejoin, a policy switch). One table's
+  // step never moves another's: pushes to a sync table carry that table's
+  // step, whatever step a second table's shards are gathering.
+  void CatchUp(absl::string_view table, uint64_t step);
+  uint64_t ClockOf(absl::string_view table) const;
   // Before a pull or push: renews, synchronously, every lease that may have
   // lapsed (registering again where the shard forgot this worker).
   void EnsureLeases() ABSL_LOCKS_EXCLUDED(mu_, membership_mu_);
@@ -227,6 +233,9 @@ class GrpcClient final : public Client {
   std::unique_ptr<std::atomic<uint64_t>[]> incarnations_;  // per shard; 0 = unseen
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> clock_{0};
+  mutable absl::Mutex clock_mu_;  // a leaf lock
+  // table -> how far its clock runs ahead of clock_
+  absl::flat_hash_map<std::string, uint64_t> clock_ahead_ ABSL_GUARDED_BY(clock_mu_);
   std::atomic<int64_t> heartbeat_every_ms_{1000};
   std::unique_ptr<ShardLease[]> leases_;  // per shard
   std::atomic<bool> membership_started_{false};

@@ -24,10 +24,24 @@ RetryPolicy HeartbeatPolicy(absl::Duration every) {
 
 }  // namespace
 
-void GrpcClient::CatchUp(uint64_t step) {
-  uint64_t current = clock_.load();
-  while (current < step && !clock_.compare_exchange_weak(current, step)) {
-  }
+void GrpcClient::CatchUp(absl::string_view table, uint64_t step) {
+  absl::MutexLock lock(&clock_mu_);
+  uint64_t& ahead = clock_ahead_[table];
+  const uint64_t current = clock_.load() + ahead;
+  if (step > current) ahead += step - current;
+}
+
+uint64_t GrpcClient::clock() const {
+  absl::MutexLock lock(&clock_mu_);
+  uint64_t ahead = 0;
+  for (const auto& [table, a] : clock_ahead_) ahead = std::max(ahead, a);
+  return clock_.load() + ahead;
+}
+
+uint64_t GrpcClient::ClockOf(absl::string_view table) const {
+  absl::MutexLock lock(&clock_mu_);
+  auto it = clock_ahead_.find(table);
+  return clock_.load() + (it == clock_ahead_.end() ? 0 : it->second);
 }
 
 bool GrpcClient::StartMembershipCall() {
@@ -195,7 +209,7 @@ void GrpcClient::BeginStep(const std::string& table, ConsistencyKind kind) {
     join = it->second;
     join_clocks_.erase(it);
   }
-  if (kind != ConsistencyKind::kAsync) CatchUp(join);
+  if (kind != ConsistencyKind::kAsync) CatchUp(table, join);
 }
 
 absl::Status GrpcClient::Leave() {

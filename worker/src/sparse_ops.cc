@@ -97,7 +97,7 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(
     request.set_table(name);
     PackInto<uint64_t>(groups[s].keys, request.mutable_keys());
     request.set_worker_id(options_.worker_id);
-    request.set_clock(clock_.load());
+    request.set_clock(ClockOf(name));
     request.set_with_row_versions(with_versions);
     if (compression->config().pull != CodecKind::kNone) {
       request.set_pull_codec(static_cast<v1::Codec>(compression->config().pull));
@@ -171,7 +171,7 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(
     info.row_keys.assign(keys.begin(), keys.end());
     info.row_versions = std::move(state->row_versions);
   }
-  CatchUp(info.step);
+  CatchUp(name, info.step);
   RecordPull(name, info);
   RecordRowVersions(name, info);
   return info;
@@ -264,7 +264,7 @@ absl::StatusOr<PushResult> GrpcClient::PushSparse(
                            request.gradients().size());
     *request.mutable_origin() = origin;
     request.set_base_version(base[s]);
-    request.set_clock(clock_.load());
+    request.set_clock(ClockOf(name));
     request.set_push_norm_sq(norm_sq);
     if (with_rows) {
       PackInto<uint64_t>(row_bases[s], request.mutable_row_base_versions());
