@@ -445,15 +445,21 @@ TEST_CASE("delay compensation adds lambda g^2 (theta_now - theta_pulled)") {
   REQUIRE(Pull(shard, 1, 1)[0] == -2.0f);
 }
 
-TEST_CASE("right after a switch to sync a worker from a later step catches the shard up") {
-  // Shards switch at slightly different moments; a worker whose clock
-  // follows another shard's later open step pushes for it here.
-  Shard shard;
+// An async table of one float (lr 1) where worker 0 pushed 1 for step 4,
+// then switched to sync for workers 0 and 1.
+void SwitchToSyncAfterStep4(Shard& shard) {
   Create(shard, Dense(1, 1.0f));
   shard.store.Register(0, 1, kLease);
   shard.store.Register(1, 1, kLease);
   REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{1}, Meta(0, 4, 0, 1)).ok());
   REQUIRE(shard.store.SetConsistency("w", Policy(ConsistencyKind::kSync, 2), {}).ok());
+}
+
+TEST_CASE("right after a switch to sync a worker from a later step catches the shard up") {
+  // Shards switch at slightly different moments; a worker whose clock
+  // follows another shard's later open step pushes for it here.
+  Shard shard;
+  SwitchToSyncAfterStep4(shard);
   REQUIRE(shard.store.GetTable("w")->open_step == 6);
   REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{2}, Meta(0, 6, 1, 2)).ok());
   // Worker 1 comes with step 7: step 6 closes with what it gathered (worker
@@ -470,11 +476,7 @@ TEST_CASE("right after a switch to sync a worker from a later step catches the s
 
 TEST_CASE("an admin call switches async to sync without losing pushes") {
   Shard shard;
-  Create(shard, Dense(1, 1.0f));
-  shard.store.Register(0, 1, kLease);
-  shard.store.Register(1, 1, kLease);
-  REQUIRE(shard.store.PushDense("w", 0, std::vector<float>{1}, Meta(0, 4, 0, 1)).ok());
-  REQUIRE(shard.store.SetConsistency("w", Policy(ConsistencyKind::kSync, 2), {}).ok());
+  SwitchToSyncAfterStep4(shard);
   // Worker 0 finished step 4 and may already have pulled for step 5 under
   // async (which did not wait): step 6 is gathered first, so no push is
   // ahead of the open step. Pushes for step 5 come late and are dropped.

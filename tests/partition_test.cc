@@ -390,16 +390,26 @@ TEST_CASE("a sparse partition's snapshot restores rows, state and versions") {
   REQUIRE(by_key(restored.Snapshot().table) == by_key(snapshot.table));
 }
 
+// A sync table of 4 floats on one shard with workers 0 (incarnation 10) and
+// 1 (incarnation 11) registered; leases of 5 s on a manual clock.
+struct SyncPair {
+  SyncPair() {
+    TableConfig config = TableConfig::Dense("w", 4);
+    config.consistency.kind = ConsistencyKind::kSync;
+    config.consistency.num_workers = 2;
+    bool created = false;
+    REQUIRE(store.CreateTable(config, true, &created).ok());
+    store.Register(0, 10, absl::ZeroDuration());
+    store.Register(1, 11, absl::ZeroDuration());
+  }
+  ManualClock clock{absl::FromUnixSeconds(1000)};
+  ParameterStore store{0, 1, &clock, absl::Seconds(5)};
+};
+
 TEST_CASE("a worker that leaves is not waited for and not counted dead") {
-  ManualClock clock(absl::FromUnixSeconds(1000));
-  ParameterStore store(0, 1, &clock, absl::Seconds(5));
-  TableConfig config = TableConfig::Dense("w", 4);
-  config.consistency.kind = ConsistencyKind::kSync;
-  config.consistency.num_workers = 2;
-  bool created = false;
-  REQUIRE(store.CreateTable(config, true, &created).ok());
-  store.Register(0, 10, absl::ZeroDuration());
-  store.Register(1, 11, absl::ZeroDuration());
+  SyncPair pair;
+  ManualClock& clock = pair.clock;
+  ParameterStore& store = pair.store;
   PushMeta meta;
   meta.origin = PushOrigin{0, 10, 1};
   const std::vector<float> g(4, 1.0f);
@@ -419,15 +429,9 @@ TEST_CASE("a worker that leaves is not waited for and not counted dead") {
 }
 
 TEST_CASE("a worker that rejoins a sync table starts at the open step") {
-  ManualClock clock(absl::FromUnixSeconds(1000));
-  ParameterStore store(0, 1, &clock, absl::Seconds(5));
-  TableConfig config = TableConfig::Dense("w", 4);
-  config.consistency.kind = ConsistencyKind::kSync;
-  config.consistency.num_workers = 2;
-  bool created = false;
-  REQUIRE(store.CreateTable(config, true, &created).ok());
-  store.Register(0, 10, absl::ZeroDuration());
-  store.Register(1, 11, absl::ZeroDuration());
+  SyncPair pair;
+  ManualClock& clock = pair.clock;
+  ParameterStore& store = pair.store;
   const std::vector<float> g(4, 1.0f);
   uint64_t seq = 1;
   auto push = [&](uint32_t worker, uint64_t incarnation, uint64_t step) {
