@@ -12,6 +12,9 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential cmake ninja-build pkg-config ccache
+  # fuzzing and sanitizer builds (.ci/sanitizers.sh): clang, its libFuzzer
+  # and sanitizer runtimes, llvm-symbolizer for their stack traces
+  clang libclang-rt-14-dev llvm-14
   # libraries
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev catch2 libbenchmark-dev libcpp-httplib-dev
