@@ -18,16 +18,19 @@ inline uint32_t NonFiniteBit(float x) {
 double SquaredNorm(absl::Span<const float> values) {
   constexpr size_t kLanes = 8;
   double partial[kLanes] = {};
+  // Raw pointer, not Span::operator[]: a hardened Abseil bounds-checks every
+  // index, and the checks keep the loop scalar.
+  const float* data = values.data();
   const size_t n = values.size();
   const size_t whole = n - n % kLanes;
   for (size_t i = 0; i < whole; i += kLanes) {
     for (size_t k = 0; k < kLanes; ++k) {
-      const double v = values[i + k];
+      const double v = data[i + k];
       partial[k] += v * v;
     }
   }
   double sum = 0.0;
-  for (size_t i = whole; i < n; ++i) sum += static_cast<double>(values[i]) * values[i];
+  for (size_t i = whole; i < n; ++i) sum += static_cast<double>(data[i]) * data[i];
   for (double p : partial) sum += p;
   return sum;
 }
@@ -39,8 +42,10 @@ bool AllFinite(absl::Span<const float> values) {
 }
 
 bool AllSumsFinite(absl::Span<const float> a, absl::Span<const float> b) {
+  const float* x = a.data();
+  const float* y = b.data();
   uint32_t non_finite = 0;
-  for (size_t i = 0; i < a.size(); ++i) non_finite |= NonFiniteBit(a[i] + b[i]);
+  for (size_t i = 0; i < a.size(); ++i) non_finite |= NonFiniteBit(x[i] + y[i]);
   return non_finite == 0;
 }
 

@@ -10,19 +10,25 @@
 namespace taups {
 namespace {
 
+// dst[i] += scale * src[i] (separate arrays: the loop vectorises).
+void AddScaled(float* __restrict dst, const float* __restrict src, size_t n,
+               float scale) {
+  for (size_t i = 0; i < n; ++i) dst[i] += scale * src[i];
+}
+
 // Sum of gradients over this shard's range.
 class DenseStepBuffer final : public StepBuffer {
  public:
   explicit DenseStepBuffer(Range range) : range_(range), sum_(range.size()) {}
   void Add(const GradientPart& part, float scale) override {
-    float* dst = sum_.data() + (part.offset - range_.begin);
-    for (size_t i = 0; i < part.values.size(); ++i) dst[i] += scale * part.values[i];
+    AddScaled(sum_.data() + (part.offset - range_.begin), part.values.data(),
+              part.values.size(), scale);
     touched_ = true;
   }
   void AddBuffer(const StepBuffer& other, float scale) override {
     const auto& o = static_cast<const DenseStepBuffer&>(other);
     if (!o.touched_) return;
-    for (size_t i = 0; i < sum_.size(); ++i) sum_[i] += scale * o.sum_[i];
+    AddScaled(sum_.data(), o.sum_.data(), sum_.size(), scale);
     touched_ = true;
   }
   bool empty() const override { return !touched_; }
@@ -170,7 +176,8 @@ bool DenseTable::LocalStaysFinite(uint64_t local,
     }
     finite = optimizer_->StaysFinite(values_.data() + b,
                                      state_.data() + b * state_width_, g,
-                                     e - b, lr_factor);
+                                     e - b, lr_factor,
+                                     backup == nullptr ? max_abs : -1.0f);
   });
   return finite;
 }

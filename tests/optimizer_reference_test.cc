@@ -1,0 +1,173 @@
+// The vectorised optimizer rules against the scalar reference
+// (optimizer_reference.h): same bits for every rule, every run length, both
+// Adam paths, row batches; and the finiteness proofs never say "finite"
+// where the step is not.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "server/optimizer.h"
+#include "tests/optimizer_reference.h"
+
+namespace taups {
+namespace {
+
+OptimizerConfig ConfigOf(OptimizerKind kind) {
+  OptimizerConfig config;
+  config.kind = kind;
+  config.learning_rate = 0.05f;
+  config.momentum = 0.9f;
+  config.adagrad_initial_accumulator = 0.1f;
+  config.ftrl_l1 = 0.2f;
+  config.ftrl_l2 = 0.1f;
+  return config;
+}
+
+const OptimizerKind kKinds[] = {OptimizerKind::kSgd, OptimizerKind::kAdagrad,
+                                OptimizerKind::kMomentum, OptimizerKind::kAdam,
+                                OptimizerKind::kFtrl};
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Random parameters, gradient and a few steps' worth of state.
+struct Run {
+  std::vector<float> w, state, g;
+};
+
+Run RandomRun(const Optimizer& opt, size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const size_t width = static_cast<size_t>(opt.state_width());
+  Run run{std::vector<float>(n), std::vector<float>(n * width),
+          std::vector<float>(n)};
+  opt.InitState(run.state.data(), n);
+  for (float& x : run.w) x = normal(rng);
+  for (float& x : run.g) x = normal(rng);
+  return run;
+}
+
+TEST_CASE("vectorised rules give the scalar reference's bits") {
+  std::mt19937 rng(7);
+  for (OptimizerKind kind : kKinds) {
+    const OptimizerConfig config = ConfigOf(kind);
+    auto opt = MakeOptimizer(config);
+    for (size_t n : {1, 3, 4, 7, 16, 33, 1000}) {
+      Run mine = RandomRun(*opt, n, rng);
+      Run ref = mine;
+      for (int step = 0; step < 4; ++step) {
+        // Adam: from step 2 on, parameters with different step counts.
+        const size_t count = step == 1 ? n / 2 + 1 : n;
+        opt->Apply(mine.w.data(), mine.state.data(), mine.g.data(), count, 0.7f);
+        ReferenceApply(config, ref.w.data(), ref.state.data(), ref.g.data(),
+                       count, 0.7f);
+        INFO("rule " << static_cast<int>(kind) << " n " << n << " step " << step);
+        REQUIRE(SameBits(mine.w, ref.w));
+        REQUIRE(SameBits(mine.state, ref.state));
+      }
+    }
+  }
+}
+
+TEST_CASE("ApplyRows updates each row as Apply would") {
+  std::mt19937 rng(11);
+  constexpr uint32_t kDim = 16;
+  for (OptimizerKind kind : kKinds) {
+    auto opt = MakeOptimizer(ConfigOf(kind));
+    const size_t stride = kDim * (1 + opt->state_width());
+    std::vector<float> arena(8 * stride);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (size_t r = 0; r < 8; ++r) {
+      for (uint32_t j = 0; j < kDim; ++j) arena[r * stride + j] = normal(rng);
+      opt->InitState(arena.data() + r * stride + kDim, kDim);
+    }
+    std::vector<float> grads(5 * kDim);
+    for (float& x : grads) x = normal(rng);
+    std::vector<float> expected = arena;
+    const std::vector<uint32_t> slots = {6, 1, 3, 0};
+    const std::vector<uint32_t> grad_rows = {4, 0, 2, 1};
+    for (size_t k = 0; k < slots.size(); ++k) {
+      float* row = expected.data() + slots[k] * stride;
+      opt->Apply(row, row + kDim, grads.data() + grad_rows[k] * kDim, kDim, 1.0f);
+    }
+    RowBatch batch;
+    batch.arena = arena.data();
+    batch.row_stride = stride;
+    batch.slots = slots.data();
+    batch.grads = grads.data();
+    batch.grad_rows = grad_rows.data();
+    batch.count = slots.size();
+    batch.dim = kDim;
+    opt->ApplyRows(batch, 1.0f);
+    INFO("rule " << static_cast<int>(kind));
+    REQUIRE(SameBits(arena, expected));
+  }
+}
+
+bool StepIsFinite(const OptimizerConfig& config, Run run) {
+  ReferenceApply(config, run.w.data(), run.state.data(), run.g.data(),
+                 run.g.size(), 1.0f);
+  for (float x : run.w) if (!std::isfinite(x)) return false;
+  for (float x : run.state) if (!std::isfinite(x)) return false;
+  return true;
+}
+
+TEST_CASE("finiteness proofs and checks agree with running the step") {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> exponent(-10.0f, 38.0f);
+  std::bernoulli_distribution negative(0.5);
+  for (OptimizerKind kind : kKinds) {
+    const OptimizerConfig config = ConfigOf(kind);
+    auto opt = MakeOptimizer(config);
+    for (int trial = 0; trial < 400; ++trial) {
+      Run run = RandomRun(*opt, 8, rng);
+      // Magnitudes over the whole float range, so some steps overflow.
+      auto wild = [&] {
+        const float x = std::pow(10.0f, exponent(rng));
+        return negative(rng) ? -x : x;
+      };
+      for (float& x : run.g) x = wild();
+      for (float& x : run.w) x = wild();
+      if (kind == OptimizerKind::kMomentum) {
+        for (float& x : run.state) x = wild();
+      }
+      if (kind == OptimizerKind::kAdam) {
+        for (size_t i = 0; i < 8; ++i) {
+          run.state[3 * i] = wild();
+          run.state[3 * i + 1] = std::abs(wild());
+          run.state[3 * i + 2] = static_cast<float>(trial % 5);
+        }
+      }
+      const bool finite = StepIsFinite(config, run);
+      float max_abs = 0.0f;
+      for (float x : run.g) max_abs = std::max(max_abs, std::abs(x));
+      INFO("rule " << static_cast<int>(kind) << " trial " << trial);
+      if (opt->StepFiniteFor(run.state.data(), 8, max_abs, 1.0f)) {
+        REQUIRE(finite);
+      }
+      REQUIRE(opt->StaysFinite(run.w.data(), run.state.data(), run.g.data(), 8,
+                               1.0f, max_abs) == finite);
+    }
+  }
+}
+
+TEST_CASE("a proof with state covers ordinary Momentum and Adam steps") {
+  for (OptimizerKind kind : {OptimizerKind::kMomentum, OptimizerKind::kAdam}) {
+    auto opt = MakeOptimizer(ConfigOf(kind));
+    std::mt19937 rng(5);
+    Run run = RandomRun(*opt, 64, rng);
+    for (int step = 0; step < 3; ++step) {
+      opt->Apply(run.w.data(), run.state.data(), run.g.data(), 64, 1.0f);
+    }
+    REQUIRE(opt->StepFiniteFor(run.state.data(), 64, 10.0f, 1.0f));
+    REQUIRE_FALSE(opt->StepFiniteFor(run.state.data(), 64, INFINITY, 1.0f));
+  }
+}
+
+}  // namespace
+}  // namespace taups
