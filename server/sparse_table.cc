@@ -114,7 +114,7 @@ int64_t SparseTable::NowNanos() const {
 }
 
 template <typename Fn>
-void SparseTable::ForEachKeyByStripe(absl::Span<const uint64_t> keys,
+void SparseTable::ForEachStripeGroup(absl::Span<const uint64_t> keys,
                                      Fn&& fn) const {
   // Counting sort of key positions by stripe, so each stripe is locked once
   // per request instead of once per key.
@@ -135,8 +135,18 @@ void SparseTable::ForEachKeyByStripe(absl::Span<const uint64_t> keys,
     if (begin[s] == begin[s + 1]) continue;
     Stripe& stripe = *stripes_[s];
     absl::MutexLock lock(&stripe.mu);
-    for (uint32_t k = begin[s]; k < begin[s + 1]; ++k) fn(stripe, order[k]);
+    fn(stripe, absl::MakeConstSpan(order.data() + begin[s],
+                                   begin[s + 1] - begin[s]));
   }
+}
+
+template <typename Fn>
+void SparseTable::ForEachKeyByStripe(absl::Span<const uint64_t> keys,
+                                     Fn&& fn) const {
+  ForEachStripeGroup(keys, [&](Stripe& stripe,
+                               absl::Span<const uint32_t> positions) {
+    for (uint32_t i : positions) fn(stripe, i);
+  });
 }
 
 SparseTable::Counters SparseTable::counters() const {
@@ -191,21 +201,50 @@ void SparseTable::Apply(const GradientPart& part, float lr_factor,
   const int64_t now = NowNanos();
   RowTauSink* sink = part.row_tau;
   std::vector<uint8_t> counted(sink != nullptr ? part.keys.size() : 0);
-  ForEachKeyByStripe(part.keys, [&](Stripe& stripe, uint32_t i)
+  // A stripe's rows are found first and updated in one ApplyRows call (no
+  // virtual call per row). Creating a row may evict one or move the arena,
+  // so the rows found so far are updated before any creation: each update
+  // still lands on the row its key had when it was looked up.
+  std::vector<uint32_t> slots;
+  std::vector<uint32_t> grad_rows;
+  ForEachStripeGroup(part.keys, [&](Stripe& stripe,
+                                    absl::Span<const uint32_t> positions)
                                     ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    const uint32_t slot = FindOrCreateLocked(stripe, part.keys[i], now);
-    if (sink != nullptr) {
-      MeasureOne(*sink, i,
-                 slot == StripeRows::kNoSlot
-                     ? std::nullopt
-                     : std::optional<uint64_t>(stripe.rows.version(slot)),
-                 counted.data());
+    slots.clear();
+    grad_rows.clear();
+    auto flush = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      if (slots.empty()) return;
+      RowBatch batch;
+      batch.arena = stripe.rows.row(0);
+      batch.row_stride = row_stride_;
+      batch.slots = slots.data();
+      batch.grads = part.values.data();
+      batch.grad_rows = grad_rows.data();
+      batch.count = slots.size();
+      batch.dim = dim_;
+      optimizer_->ApplyRows(batch, lr_factor);
+      slots.clear();
+      grad_rows.clear();
+    };
+    for (uint32_t i : positions) {
+      uint32_t slot = stripe.rows.Find(part.keys[i], now);
+      if (slot == StripeRows::kNoSlot) {
+        flush();
+        slot = CreateLocked(stripe, part.keys[i], now);
+      }
+      if (sink != nullptr) {
+        MeasureOne(*sink, i,
+                   slot == StripeRows::kNoSlot
+                       ? std::nullopt
+                       : std::optional<uint64_t>(stripe.rows.version(slot)),
+                   counted.data());
+      }
+      if (slot == StripeRows::kNoSlot) continue;  // not admitted: dropped
+      ++stripe.rows.version(slot);
+      slots.push_back(slot);
+      grad_rows.push_back(i);
     }
-    if (slot == StripeRows::kNoSlot) return;  // not admitted: dropped
-    float* row = stripe.rows.row(slot);
-    optimizer_->Apply(row, row + dim_, part.values.data() + size_t{i} * dim_,
-                      dim_, lr_factor);
-    ++stripe.rows.version(slot);
+    flush();
   });
   if (sink != nullptr) {
     sink->measured = true;
@@ -354,7 +393,7 @@ bool SparseTable::UpdateStaysFinite(const GradientPart& part, float lr_factor,
     }
     finite = optimizer_->StaysFinite(row, row + dim_,
                                      part.values.data() + size_t{i} * dim_,
-                                     dim_, lr_factor);
+                                     dim_, lr_factor, max_abs);
   });
   return finite;
 }

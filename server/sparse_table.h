@@ -119,6 +119,10 @@ class SparseTable final : public Table {
   };
   static int StripeIndexOf(uint64_t key);
   int64_t NowNanos() const;
+  // Calls fn(stripe, positions) once per stripe that keys hit, holding that
+  // stripe's lock: `positions` are the i with keys[i] in it, ascending.
+  template <typename Fn>
+  void ForEachStripeGroup(absl::Span<const uint64_t> keys, Fn&& fn) const;
   // Calls fn(stripe, i) for every i in [0, keys.size()), grouped by the
   // stripe of keys[i] and holding that stripe's lock.
   template <typename Fn>
