@@ -223,8 +223,10 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseImpl(
   const v1::PushOrigin origin = NextOrigin();
   const uint64_t clock = ClockOf(name);
   // An encoded push leaves the norm to the shards (0 = unknown): the raw
-  // gradient's norm is not the norm of what they will decode.
-  const double norm_sq = encode ? 0.0 : SquaredNorm(gradient);
+  // gradient's norm is not the norm of what they will decode. A table that
+  // does not clip never reads it, so it is not measured.
+  const bool clips = plan->config.staleness.clip_norm > 0.0f;
+  const double norm_sq = encode || !clips ? 0.0 : SquaredNorm(gradient);
   uint64_t wire_bytes = 0;
   for (size_t i = 0; i < (*meta)->slices.size(); ++i) {
     const DenseSlice& slice = (*meta)->slices[i];

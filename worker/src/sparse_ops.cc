@@ -246,7 +246,8 @@ absl::StatusOr<PushResult> GrpcClient::PushSparse(
     }
   }
   double norm_sq = 0.0;
-  if (!compress_push) {  // encoded: each shard measures what it decodes
+  // Encoded: each shard measures what it decodes; no clipping: not needed.
+  if (!compress_push && config.staleness.clip_norm > 0.0f) {
     for (const auto& shard_gradients : merged) norm_sq += SquaredNorm(shard_gradients);
   }
   for (uint32_t s = 0; s < groups.size(); ++s) {
