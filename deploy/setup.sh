@@ -21,10 +21,15 @@ PACKAGES=(
   libsystemd-dev zlib1g-dev
   # promtool, to check the /metrics exposition in tests
   prometheus
+  # gRPC's health and reflection protos (test clients); systemd-nspawn and
+  # dpkg-shlibdeps for the systemd and .deb test (tests/systemd_package_test.sh)
+  grpc-proto systemd-container dpkg-dev
   # demo data, plotting
   dataset-fashion-mnist python3 python3-matplotlib
   # Python bindings and the PyTorch example (worker/python)
   pybind11-dev python3-dev python3-numpy python3-torch
+  # progress bars of the PyTorch DLRM example (worker/python/examples)
+  python3-tqdm
   # installing the Python package (pip, venv, wheels; worker/python/README.md)
   python3-pip python3-venv python3-setuptools python3-wheel python3-build
 )

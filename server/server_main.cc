@@ -20,10 +20,9 @@
 #include "server/cluster_file.h"
 #include "server/limits.h"
 #include "server/shard_server.h"
+#include "server/systemd_heartbeat.h"
+#include "server/systemd_notify.h"
 #include "spdlog/spdlog.h"
-#ifdef TAUPS_HAVE_SYSTEMD
-#include <systemd/sd-daemon.h>
-#endif
 
 ABSL_FLAG(uint32_t, shard_index, 0, "Index of this shard, 0-based.");
 ABSL_FLAG(uint32_t, num_shards, 1,
@@ -218,6 +217,17 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // Under systemd (Type=notify): STATUS= while restoring, READY=1 once
+  // restored and listening, then WATCHDOG=1 and STATUS= from the ticker.
+  const taups::SystemdNotifier systemd = taups::SystemdNotifier::FromEnvironment();
+  taups::SystemdHeartbeat heartbeat(&systemd);
+  options.on_tick = [&heartbeat](const taups::ParameterStore& store,
+                                 const taups::ShardCheckpointer* checkpointer) {
+    heartbeat.Beat(absl::Now(), store, checkpointer);
+  };
+  systemd.Send(options.checkpoints.dir.empty()
+                   ? "STATUS=starting"
+                   : "STATUS=restoring the newest checkpoint");
   auto server = taups::ShardServer::Start(options);
   if (!server.ok()) return Fail(server.status());
 
@@ -234,17 +244,13 @@ int main(int argc, char** argv) {
       return Fail(absl::InternalError(absl::StrCat("cannot write ", flag, " ", path)));
     }
   }
-#ifdef TAUPS_HAVE_SYSTEMD
-  sd_notify(0, "READY=1");
-#endif
+  systemd.Send("READY=1");
 
-  std::thread watcher([&signals, s = server->get()] {
+  std::thread watcher([&signals, &systemd, s = server->get()] {
     int signal_number = 0;
     sigwait(&signals, &signal_number);
     spdlog::info("received signal {}, shutting down", signal_number);
-#ifdef TAUPS_HAVE_SYSTEMD
-    sd_notify(0, "STOPPING=1");
-#endif
+    systemd.Send("STOPPING=1\nSTATUS=stopping: last checkpoint, then exit");
     s->Shutdown();
   });
   (*server)->Wait();

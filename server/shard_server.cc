@@ -17,6 +17,7 @@
 #include "common/log_rate_limiter.h"
 #include "common/shard_map.h"
 #include "server/cluster_file.h"
+#include "server/grpc_health.h"
 #include "server/grpc_service.h"
 #include "server/listen_check.h"
 #include "common/build_info.h"
@@ -203,6 +204,7 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
     state->metrics.Add([s](MetricsWriter& out) { s->checkpointer->WriteMetrics(out); });
   }
 
+  EnableHealthAndReflection();  // before the builder: it collects plugins
   grpc::ServerBuilder builder;
   // gRPC sets SO_REUSEPORT by default, which lets a second shard bind a
   // port that one already listens on (and the kernel split the calls
@@ -217,6 +219,7 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
   if (state->server == nullptr || state->port == 0) {
     return ExplainListenFailure(options.listen_address);
   }
+  SetServingHealth(*state->server, false);  // until Start has finished
   const absl::StatusOr<int> requested = PortOf(options.listen_address);
   if (requested.ok() && *requested != 0 && *requested != state->port) {
     state->server->Shutdown();
@@ -241,6 +244,7 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
       while (!s->stop_stats.WaitForNotificationWithTimeout(
           s->options.tick_interval)) {
         s->store->Tick();
+        if (s->options.on_tick) s->options.on_tick(*s->store, s->checkpointer.get());
         if (absl::Now() >= next_repeats) {
           LogOverdueRepeats(DefaultLogRateLimiter(), spdlog::level::warn);
           next_repeats = absl::Now() + absl::Seconds(1);
@@ -255,6 +259,7 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
   }
   if (state->checkpointer) state->checkpointer->StartBackground();
   state->ready = true;
+  SetServingHealth(*state->server, true);  // grpc.health.v1: restore done
   return std::unique_ptr<ShardServer>(new ShardServer(std::move(state)));
 }
 
@@ -283,6 +288,7 @@ void ShardServer::Wait() { state_->shut_down.WaitForNotification(); }
 
 void ShardServer::Shutdown(absl::Duration grace) {
   std::call_once(state_->shutdown_once, [this, grace] {
+    SetServingHealth(*state_->server, false);
     state_->server->Shutdown(
         std::chrono::system_clock::now() +
         std::chrono::milliseconds(absl::ToInt64Milliseconds(grace)));

@@ -10,6 +10,7 @@
 #define TAUPS_SERVER_SHARD_SERVER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -46,6 +47,10 @@ struct ShardServerOptions {
   // port of metrics_host; -1: none, 0: any free port (see metrics_port()).
   int metrics_port = -1;
   std::string metrics_host = "127.0.0.1";
+  // Called by the ticker thread after every tick (leases, step timeouts)
+  // with the store and the checkpointer (null without a checkpoint dir);
+  // ps_server feeds systemd's watchdog and status from it. Must be quick.
+  std::function<void(const ParameterStore&, const ShardCheckpointer*)> on_tick;
 
   absl::Status Validate() const;
 };
