@@ -13,5 +13,4 @@ PYBIND11_MODULE(_taups, m) {
   taups::python::BindResults(m);
   taups::python::BindCompression(m);
   taups::python::BindClient(m);
-  taups::python::BindCtrData(m);
 }
