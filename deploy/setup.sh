@@ -28,6 +28,8 @@ PACKAGES=(
   dataset-fashion-mnist python3 python3-matplotlib
   # Python bindings and the PyTorch example (worker/python)
   pybind11-dev python3-dev python3-numpy python3-torch
+  # progress bars of the PyTorch DLRM example (worker/python/examples)
+  python3-tqdm
   # installing the Python package (pip, venv, wheels; worker/python/README.md)
   python3-pip python3-venv python3-setuptools python3-wheel python3-build
 )

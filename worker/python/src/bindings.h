@@ -18,6 +18,8 @@ void BindResults(pybind11::module_& m);
 void BindCompression(pybind11::module_& m);
 // ClientCore, the connection to a cluster (client_bindings.cc).
 void BindClient(pybind11::module_& m);
+// CtrData, ps_worker's synthetic click logs (ctr_data_bindings.cc).
+void BindCtrData(pybind11::module_& m);
 
 }  // namespace taups::python
 

@@ -110,13 +110,17 @@ PushResult PushDense(const ClientCore& core, const std::string& table,
   });
 }
 
+// row_versions: also read each key's row version (PullInfo.row_versions),
+// so a push based on this pull reports per-row tau (PushResult.row_taus).
 PullInfo PullSparse(const ClientCore& core, const std::string& table,
-                    py::handle keys, py::handle out) {
+                    py::handle keys, py::handle out, bool row_versions) {
   absl::Span<const uint64_t> key_span = Keys(keys, "keys");
   absl::Span<float> rows = OutputFloats(out, "out");
   CheckRowsFitKeys(keys, out, "out");
+  SparsePullOptions options;
+  options.row_versions = row_versions;
   return WithoutGil(core, [&](Client& c) {
-    return c.PullSparse(table, key_span, rows);
+    return c.PullSparse(table, key_span, rows, options);
   });
 }
 
@@ -200,7 +204,7 @@ void BindClient(py::module_& m) {
       .def("push_dense", &PushDense, py::arg("table"), py::arg("grad"),
            py::arg("basis") = nullptr)
       .def("pull_sparse", &PullSparse, py::arg("table"), py::arg("keys"),
-           py::arg("out"))
+           py::arg("out"), py::arg("row_versions") = false)
       .def("push_sparse", &PushSparse, py::arg("table"), py::arg("keys"),
            py::arg("grads"), py::arg("basis") = nullptr)
       .def("close", &ClientCore::Close)

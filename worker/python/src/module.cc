@@ -13,4 +13,5 @@ PYBIND11_MODULE(_taups, m) {
   taups::python::BindResults(m);
   taups::python::BindCompression(m);
   taups::python::BindClient(m);
+  taups::python::BindCtrData(m);
 }

@@ -44,6 +44,9 @@ void BindPull(py::module_& m) {
                     "sync/semi_sync: the step the table is gathering")
       .def_readonly("server_incarnation_changed",
                     &PullInfo::server_incarnation_changed)
+      .def_readonly("row_versions", &PullInfo::row_versions,
+                    "pull_sparse(row_versions=True): each key's row version "
+                    "(updates applied to the row), in key order; else empty")
       .def_property_readonly(
           "elapsed_s",
           [](const PullInfo& p) { return absl::ToDoubleSeconds(p.elapsed); },
@@ -78,6 +81,13 @@ void BindPush(py::module_& m) {
       .def_property_readonly("max_tau", &PushResult::max_tau)
       .def_property_readonly("mean_tau", &PushResult::mean_tau,
                              "over the touched shards")
+      .def_readonly("row_taus", &PushResult::row_taus,
+                    "per-key tau when the basis pull had row versions (key "
+                    "order); empty otherwise")
+      .def_property_readonly("max_row_tau", &PushResult::max_row_tau)
+      .def_property_readonly("mean_row_tau", &PushResult::mean_row_tau)
+      .def_readonly("deferred", &PushResult::deferred,
+                    "accumulated locally (accumulate_steps), nothing sent")
       .def_property_readonly("taus", &TouchedTaus,
                              "tau of each touched shard, in shard order")
       .def("__repr__", [](const PushResult& r) {

@@ -52,6 +52,6 @@ from taups._taups import (
 )
 from taups.client import Client
 from taups.compression import compression
-from taups.tables import dense_table, sparse_table
+from taups.tables import consistency, dense_table, sparse_table
 
 __all__ = [name for name in dir() if not name.startswith("_")]

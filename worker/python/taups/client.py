@@ -116,12 +116,14 @@ class Client:
         return self._core.push_dense(table, as_numpy(grad, "grad"), basis)
 
     # --- sparse tables ---
-    def pull_sparse(self, table, keys, out):
+    def pull_sparse(self, table, keys, out, row_versions=False):
         """Reads the rows of `keys` (any shape) into `out`, of shape
         keys.shape + (dim,). Missing rows are created by the table's
-        initializer. Returns a PullInfo."""
+        initializer. Returns a PullInfo; with row_versions=True it carries
+        each key's row version, and a push based on it reports per-row tau
+        (PushResult.row_taus)."""
         return self._core.pull_sparse(table, as_numpy(keys, "keys"),
-                                      as_numpy(out, "out"))
+                                      as_numpy(out, "out"), row_versions)
 
     def push_sparse(self, table, keys, grads, basis=None):
         """Sends gradients for the rows of `keys`; `grads` has the shape

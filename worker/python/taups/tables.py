@@ -65,3 +65,21 @@ def sparse_table(name, dim, *, optimizer="sgd", learning_rate=0.01,
     config.sparse_admit_probability = admit_probability
     return _configure(config, optimizer, learning_rate, initializer,
                       init_scale, init_seed, consistency)
+
+
+def consistency(kind="async", *, num_workers=0, quorum=1.0, step_timeout_s=0.0,
+                late="drop", staleness_bound=0):
+    """A ConsistencyConfig: kind async, sync (every one of num_workers
+    workers each step), semi_sync (a quorum fraction of them in (0, 1], or
+    whoever came within step_timeout_s) or ssp
+    (a worker at most staleness_bound steps ahead of the slowest). late:
+    what a push for a closed step does (drop, reuse_last, apply_late).
+    validate() is left to the table config that carries it."""
+    config = _taups.ConsistencyConfig()
+    config.kind = _enum(_taups.Consistency, kind, "consistency")
+    config.num_workers = num_workers
+    config.quorum = quorum
+    config.step_timeout_s = step_timeout_s
+    config.late = _enum(_taups.LatePolicy, late, "late")
+    config.staleness_bound = staleness_bound
+    return config

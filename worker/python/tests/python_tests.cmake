@@ -18,7 +18,7 @@ function(taups_add_python_test name)
   set_tests_properties(${name} PROPERTIES
     LABELS integration
     TIMEOUT 180
-    ENVIRONMENT "PYTHONPATH=${taups_python_path};PYTHONDONTWRITEBYTECODE=1")
+    ENVIRONMENT "PYTHONPATH=${taups_python_path}:${taups_python_dir}/tests;PYTHONDONTWRITEBYTECODE=1;TAUPS_PS_SERVER=$<TARGET_FILE:ps_server>")
 endfunction()
 
 taups_add_python_test(python_binding_test
@@ -33,8 +33,20 @@ taups_add_python_test(python_ctr_example_test
   ${taups_python_dir}/tests/run_if_torch.py
   ${taups_python_dir}/examples/ctr_torch.py --log_every=500
   --min_auc=0.76 --max_auc_gap=0.06)
-set_tests_properties(python_torch_test python_ctr_example_test PROPERTIES
-  SKIP_RETURN_CODE 77)
+# taups.torch: the modules against plain torch, prefetch under sync, the
+# CUDA cases (they exit 77 without a CUDA device: skipped).
+taups_add_python_test(python_torch_modules_test
+  ${taups_python_dir}/tests/run_if_torch.py
+  ${taups_python_dir}/tests/test_torch_modules.py)
+taups_add_python_test(python_torch_prefetch_test
+  ${taups_python_dir}/tests/run_if_torch.py
+  ${taups_python_dir}/tests/test_torch_prefetch.py)
+taups_add_python_test(python_torch_cuda_test
+  ${taups_python_dir}/tests/run_if_torch.py
+  ${taups_python_dir}/tests/test_torch_cuda.py)
+set_tests_properties(python_torch_test python_ctr_example_test
+  python_torch_modules_test python_torch_prefetch_test python_torch_cuda_test
+  PROPERTIES SKIP_RETURN_CODE 77)
 if(NOT taups_python_torch)
   message(STATUS "tauPS: python_torch_test and python_ctr_example_test will "
                  "be skipped: ${taups_python_exe} has no torch (python3-torch)")
