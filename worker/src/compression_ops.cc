@@ -1,10 +1,10 @@
-// GrpcClient's compression settings and transfer counters.
+// ClientCore's compression settings and transfer counters.
 #include "absl/strings/str_cat.h"
-#include "worker/src/grpc_client.h"
+#include "worker/src/client_core.h"
 
 namespace taups {
 
-absl::Status GrpcClient::SetCompression(absl::string_view table,
+absl::Status ClientCore::SetCompression(absl::string_view table,
                                         const CompressionConfig& config) {
   auto meta = Meta(table);
   if (!meta.ok()) return meta.status();
@@ -32,13 +32,13 @@ absl::Status GrpcClient::SetCompression(absl::string_view table,
   return absl::OkStatus();
 }
 
-absl::StatusOr<TransferCounters> GrpcClient::Transfers(absl::string_view table) {
+absl::StatusOr<TransferCounters> ClientCore::Transfers(absl::string_view table) {
   auto meta = Meta(table);
   if (!meta.ok()) return meta.status();
   return CompressionOf((*meta)->config.name)->counters();
 }
 
-std::shared_ptr<TableCompression> GrpcClient::CompressionOf(
+std::shared_ptr<TableCompression> ClientCore::CompressionOf(
     const std::string& table) {
   absl::MutexLock lock(&mu_);
   std::shared_ptr<TableCompression>& state = compression_[table];

@@ -1,4 +1,4 @@
-// GrpcClient's dense-table calls: one RPC per slice, all in flight at once.
+// ClientCore's dense-table calls: one RPC per slice, all in flight at once.
 #include <cstring>
 #include <limits>
 
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/vector_math.h"
 #include "common/wire_tensor.h"
-#include "worker/src/grpc_client.h"
+#include "worker/src/client_core.h"
 
 namespace taups {
 namespace {
@@ -34,7 +34,7 @@ absl::Status SizeMismatch(const TableConfig& config, size_t got) {
 
 }  // namespace
 
-std::future<absl::StatusOr<PullInfo>> GrpcClient::PullDenseAsync(
+std::future<absl::StatusOr<PullInfo>> ClientCore::PullDenseAsync(
     absl::string_view table, absl::Span<float> values) {
   auto meta = Meta(table);
   if (!meta.ok()) return Ready<PullInfo>(meta.status());
@@ -79,13 +79,8 @@ std::future<absl::StatusOr<PullInfo>> GrpcClient::PullDenseAsync(
       request.set_pull_codec(static_cast<v1::Codec>(pull_codec));
       request.set_pull_bucket_size(compression->config().pull_bucket_size);
     }
-    Call<v1::PullDenseRequest, v1::PullDenseResponse>(
+    Call<v1::PullDenseRequest>(
         slice.shard, std::move(request),
-        [](Stub* stub, grpc::ClientContext* ctx,
-           const v1::PullDenseRequest* req, v1::PullDenseResponse* resp,
-           std::function<void(grpc::Status)> cb) {
-          stub->async()->PullDense(ctx, req, resp, std::move(cb));
-        },
         [this, state, fan, slice, values, compression](
             const absl::Status& status, v1::PullDenseResponse* response) {
           if (!status.ok()) return fan->Report(status);
@@ -125,19 +120,19 @@ std::future<absl::StatusOr<PullInfo>> GrpcClient::PullDenseAsync(
   return future;
 }
 
-std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseAsync(
+std::future<absl::StatusOr<PushResult>> ClientCore::PushDenseAsync(
     absl::string_view table, absl::Span<const float> gradient,
     const PullInfo* basis) {
   return PushDenseImpl(table, gradient, nullptr, basis);
 }
 
-absl::StatusOr<PushResult> GrpcClient::PushDenseWith(absl::string_view table,
+absl::StatusOr<PushResult> ClientCore::PushDenseWith(absl::string_view table,
                                                      SliceEncoder& encoder,
                                                      const PullInfo* basis) {
   return PushDenseImpl(table, {}, &encoder, basis).get();
 }
 
-std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseImpl(
+std::future<absl::StatusOr<PushResult>> ClientCore::PushDenseImpl(
     absl::string_view table, absl::Span<const float> gradient,
     SliceEncoder* encoder, const PullInfo* basis) {
   auto meta = Meta(table);
@@ -249,13 +244,8 @@ std::future<absl::StatusOr<PushResult>> GrpcClient::PushDenseImpl(
     request.set_slice_index(slice.index_in_shard);
     request.set_clock(clock);
     request.set_push_norm_sq(norm_sq);
-    Call<v1::PushDenseRequest, v1::PushResponse>(
+    Call<v1::PushDenseRequest>(
         slice.shard, std::move(request),
-        [](Stub* stub, grpc::ClientContext* ctx,
-           const v1::PushDenseRequest* req, v1::PushResponse* resp,
-           std::function<void(grpc::Status)> cb) {
-          stub->async()->PushDense(ctx, req, resp, std::move(cb));
-        },
         [this, state, fan, slice](const absl::Status& status,
                                   v1::PushResponse* response) {
           if (status.ok()) {

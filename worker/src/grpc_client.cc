@@ -1,25 +1,14 @@
-#include "worker/src/grpc_client.h"
+// Client::Connect: the client core (ClientCore) over gRPC channels, one
+// GrpcTransport per shard.
+#include <grpcpp/grpcpp.h>
 
-#include <unistd.h>
-
-#include <limits>
-
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_lifetime.h"
-#include "common/shard_map.h"
 #include "common/status_macros.h"
-#include "spdlog/spdlog.h"
+#include "worker/src/client_core.h"
+#include "worker/src/grpc_transport.h"
 
 namespace taups {
-
-absl::Duration RetryPolicy::Backoff(int attempt, uint64_t salt) const {
-  absl::Duration delay = initial_backoff;
-  for (int i = 1; i < attempt && delay < max_backoff; ++i) delay *= 2;
-  delay = std::min(delay, max_backoff);
-  const double jitter = static_cast<double>(MixKey(salt + attempt) % 1000) / 4000.0;
-  return delay * (1.0 + jitter);
-}
 
 namespace {
 
@@ -36,11 +25,6 @@ std::shared_ptr<grpc::Channel> OpenChannel(const std::string& address) {
                                    args);
 }
 
-template <typename T>
-absl::StatusOr<T> Wait(std::future<absl::StatusOr<T>> future) {
-  return future.get();
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
@@ -48,9 +32,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   RETURN_IF_ERROR(options.Validate());
   KeepCallbackQueueAlive();
   const absl::Time deadline = absl::Now() + options.connect_timeout;
-  std::vector<std::unique_ptr<ShardChannels>> shards;
+  std::vector<std::unique_ptr<ShardTransport>> shards;
   for (const std::string& address : options.servers) {
-    std::vector<std::unique_ptr<Stub>> stubs;
+    std::vector<std::unique_ptr<GrpcTransport::Stub>> stubs;
     for (int c = 0; c < options.channels_per_shard; ++c) {
       std::shared_ptr<grpc::Channel> channel = OpenChannel(address);
       if (!channel->WaitForConnected(absl::ToChronoTime(deadline))) {
@@ -60,314 +44,11 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
       }
       stubs.push_back(v1::ParameterServer::NewStub(channel));
     }
-    shards.push_back(std::make_unique<ShardChannels>(std::move(stubs)));
+    shards.push_back(std::make_unique<GrpcTransport>(std::move(stubs)));
   }
-  auto client = std::make_unique<GrpcClient>(options, std::move(shards));
-  if (options.register_worker) RETURN_IF_ERROR(client->StartMembership());
+  ASSIGN_OR_RETURN(std::unique_ptr<ClientCore> client,
+                   ClientCore::Open(options, std::move(shards)));
   return std::unique_ptr<Client>(std::move(client));
-}
-
-namespace {
-RetryPolicy PolicyFrom(const ClientOptions& options) {
-  RetryPolicy policy;
-  policy.max_attempts = options.max_attempts;
-  policy.budget = options.retry_budget;
-  policy.call_timeout = options.call_timeout;
-  policy.initial_backoff = options.initial_backoff;
-  policy.max_backoff = options.max_backoff;
-  return policy;
-}
-
-ClientOptions WithIncarnation(ClientOptions options) {
-  if (options.worker_incarnation == 0) {
-    options.worker_incarnation =
-        MixKey(static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) ^
-               (static_cast<uint64_t>(getpid()) << 20)) | 1;
-  }
-  return options;
-}
-}  // namespace
-
-GrpcClient::GrpcClient(const ClientOptions& options,
-                       std::vector<std::unique_ptr<ShardChannels>> shards)
-    : options_(WithIncarnation(options)),
-      policy_(PolicyFrom(options)),
-      shards_(std::move(shards)),
-      incarnations_(new std::atomic<uint64_t>[shards_.size()]),
-      leases_(new ShardLease[shards_.size()]),
-      ownership_(std::make_shared<const OwnershipMap>(
-          OwnershipMap::Initial(static_cast<uint32_t>(shards_.size())))) {
-  for (size_t s = 0; s < shards_.size(); ++s) incarnations_[s] = 0;
-}
-
-GrpcClient::~GrpcClient() {
-  // A worker that did not say goodbye does now, so the shards record it as
-  // having left rather than declare it dead when its lease runs out.
-  const absl::Status left = Leave();
-  if (!left.ok()) {
-    spdlog::warn("worker {} could not leave every shard: {}; its lease will "
-                 "run out there instead",
-                 options_.worker_id, left.ToString());
-  }
-  if (!stop_heartbeats_.HasBeenNotified()) stop_heartbeats_.Notify();
-  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
-  // Callbacks may still be unwinding after their futures became ready.
-  absl::MutexLock lock(&calls_mu_);
-  calls_mu_.Await(absl::Condition(
-      +[](int64_t* n) { return *n == 0; }, &calls_in_flight_));
-}
-
-bool GrpcClient::NoteIncarnation(uint32_t shard, uint64_t incarnation) {
-  const uint64_t before = incarnations_[shard].exchange(incarnation);
-  if (before != 0 && before != incarnation) {
-    spdlog::warn(
-        "shard {} restarted (incarnation {:016x} -> {:016x}); pull before the "
-        "next push",
-        shard, before, incarnation);
-    return true;
-  }
-  return false;
-}
-
-v1::PushOrigin GrpcClient::NextOrigin() {
-  v1::PushOrigin origin;
-  origin.set_worker_id(options_.worker_id);
-  origin.set_worker_incarnation(options_.worker_incarnation);
-  origin.set_seq(next_seq_.fetch_add(1));
-  return origin;
-}
-
-std::shared_ptr<const OwnershipMap> GrpcClient::Ownership() const {
-  absl::MutexLock lock(&mu_);
-  return ownership_;
-}
-
-absl::Status GrpcClient::AdoptOwnership(const OwnershipMap& map) {
-  absl::MutexLock lock(&mu_);
-  if (map.num_shards() != shards_.size()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "ownership map epoch ", map.epoch(), " is for ", map.num_shards(),
-        " shards; this client has ", shards_.size()));
-  }
-  if (map.epoch() < ownership_->epoch() ||
-      (map.epoch() == ownership_->epoch() && !(map == *ownership_))) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "ownership map epoch ", map.epoch(), " does not follow the map in use (epoch ",
-        ownership_->epoch(), ")"));
-  }
-  ownership_ = std::make_shared<const OwnershipMap>(map);
-  // Dense plans follow the new map at each table's next use.
-  tables_.clear();
-  return absl::OkStatus();
-}
-
-std::shared_ptr<const GrpcClient::TableMeta> GrpcClient::Remember(
-    const TableConfig& config) {
-  auto meta = std::make_shared<TableMeta>();
-  meta->config = config;
-  absl::MutexLock lock(&mu_);
-  // Planned under the lock, so a plan never outlives the map it was made by.
-  meta->ownership = ownership_;
-  if (config.kind == TableKind::kDense) {
-    meta->slices = PlanDenseSlices(*meta->ownership, config.dense_size,
-                                   options_.slice_bytes / sizeof(float));
-  }
-  tables_[config.name] = meta;
-  return meta;
-}
-
-absl::StatusOr<std::shared_ptr<const GrpcClient::TableMeta>> GrpcClient::Meta(
-    absl::string_view name) {
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = tables_.find(name);
-    if (it != tables_.end()) return it->second;
-  }
-  ASSIGN_OR_RETURN(TableConfig config, OpenTable(name));
-  return Remember(config);
-}
-
-std::vector<uint64_t> GrpcClient::BaseVersions(const std::string& table,
-                                               const PullInfo* basis) {
-  if (basis != nullptr) return basis->shard_versions;
-  absl::MutexLock lock(&mu_);
-  auto it = last_pulled_.find(table);
-  if (it == last_pulled_.end()) return std::vector<uint64_t>(shards_.size(), 0);
-  return it->second;
-}
-
-void GrpcClient::RecordPull(const std::string& table, const PullInfo& info) {
-  absl::MutexLock lock(&mu_);
-  std::vector<uint64_t>& versions = last_pulled_[table];
-  versions.resize(shards_.size(), 0);
-  for (size_t s = 0; s < shards_.size(); ++s) {
-    if (info.shard_touched[s]) versions[s] = info.shard_versions[s];
-  }
-}
-
-absl::Status GrpcClient::CreateTable(const TableConfig& config) {
-  RETURN_IF_ERROR(config.Validate());
-  v1::CreateTableRequest request;
-  ToWire(config, request.mutable_config());
-  request.set_exist_ok(true);
-  RETURN_IF_ERROR((CallEveryShard<v1::CreateTableRequest, v1::CreateTableResponse>(
-      request,
-      [](Stub* stub, grpc::ClientContext* ctx, const v1::CreateTableRequest* req,
-         v1::CreateTableResponse* resp, std::function<void(grpc::Status)> cb) {
-        stub->async()->CreateTable(ctx, req, resp, std::move(cb));
-      },
-      [this](uint32_t s, v1::CreateTableResponse* response) {
-        NoteIncarnation(s, response->server_incarnation());
-        if (response->info().num_shards() != shards_.size()) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "shard ", s, " believes the cluster has ",
-              response->info().num_shards(), " shards; this client has ",
-              shards_.size()));
-        }
-        return absl::OkStatus();
-      })));
-  Remember(config);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<TableConfig> GrpcClient::OpenTable(absl::string_view name) {
-  absl::Mutex mu;
-  std::vector<TableConfig> configs;
-  v1::GetTableRequest request;
-  request.set_name(std::string(name));
-  // The callbacks have all run when CallEveryShard returns, so they may use
-  // these locals by reference.
-  RETURN_IF_ERROR((CallEveryShard<v1::GetTableRequest, v1::GetTableResponse>(
-      request,
-      [](Stub* stub, grpc::ClientContext* ctx, const v1::GetTableRequest* req,
-         v1::GetTableResponse* resp, std::function<void(grpc::Status)> cb) {
-        stub->async()->GetTable(ctx, req, resp, std::move(cb));
-      },
-      [this, &mu, &configs](uint32_t s, v1::GetTableResponse* response) {
-        NoteIncarnation(s, response->server_incarnation());
-        absl::StatusOr<TableConfig> config = FromWire(response->info().config());
-        if (!config.ok()) return config.status();
-        absl::MutexLock lock(&mu);
-        configs.push_back(*std::move(config));
-        return absl::OkStatus();
-      })));
-  for (const TableConfig& config : configs) {
-    if (!(config == configs.front())) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "table '", name, "' has different configurations on different shards"));
-    }
-  }
-  return configs.front();
-}
-
-absl::Status GrpcClient::SetConsistency(absl::string_view table,
-                                        const ConsistencyConfig& consistency,
-                                        const StalenessConfig& staleness) {
-  v1::SetConsistencyRequest request;
-  request.set_table(std::string(table));
-  ToWire(consistency, request.mutable_consistency());
-  ToWire(staleness, request.mutable_staleness());
-  RETURN_IF_ERROR(
-      (CallEveryShard<v1::SetConsistencyRequest, v1::SetConsistencyResponse>(
-          request,
-          [](Stub* stub, grpc::ClientContext* ctx,
-             const v1::SetConsistencyRequest* req,
-             v1::SetConsistencyResponse* resp,
-             std::function<void(grpc::Status)> cb) {
-            stub->async()->SetConsistency(ctx, req, resp, std::move(cb));
-          },
-          [](uint32_t, v1::SetConsistencyResponse*) {
-            return absl::OkStatus();
-          })));
-  absl::MutexLock lock(&mu_);
-  tables_.erase(table);  // re-read the config on next use
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<TableShardStats>> GrpcClient::Stats(
-    absl::string_view table) {
-  std::vector<TableShardStats> all(shards_.size());
-  v1::StatsRequest request;
-  request.set_table(std::string(table));
-  // Each callback writes only its own shard's entry.
-  RETURN_IF_ERROR((CallEveryShard<v1::StatsRequest, v1::StatsResponse>(
-      request,
-      [](Stub* stub, grpc::ClientContext* ctx, const v1::StatsRequest* req,
-         v1::StatsResponse* resp, std::function<void(grpc::Status)> cb) {
-        stub->async()->Stats(ctx, req, resp, std::move(cb));
-      },
-      [&all](uint32_t s, v1::StatsResponse* r) {
-        if (r->tables_size() != 1) {
-          return absl::InternalError(absl::StrCat(
-              "shard ", s, " answered Stats with ", r->tables_size(), " tables"));
-        }
-        TableShardStats* out = &all[s];
-        const v1::TableStats& t = r->tables(0);
-        out->shard = s;
-        out->version = t.info().version();
-        out->pushes = t.pushes();
-        out->rejected = t.rejected();
-        out->downweighted = t.downweighted();
-        out->push_raw_bytes = t.push_raw_bytes();
-        out->push_wire_bytes = t.push_wire_bytes();
-        out->pull_raw_bytes = t.pull_raw_bytes();
-        out->pull_wire_bytes = t.pull_wire_bytes();
-        out->encoded_pushes = t.encoded_pushes();
-        out->bad_blocks = t.bad_blocks();
-        out->late = t.late_pushes();
-        out->tau_mean = t.tau().mean();
-        out->tau_p50 = t.tau().p50();
-        out->tau_p99 = t.tau().p99();
-        out->tau_max = t.tau().max();
-        out->steps_closed = t.steps_closed();
-        out->timeout_closes = t.timeout_closes();
-        out->step_wait_p50_s = t.step_wait_s().p50();
-        out->step_wait_p99_s = t.step_wait_s().p99();
-        out->step_wait_max_s = t.step_wait_s().max();
-        out->last_straggler = t.has_straggler() ? t.last_straggler() : -1;
-        out->live_workers = r->live_workers();
-        out->dead_workers = r->dead_workers();
-        out->lease_expirations = r->lease_expirations();
-        const v1::TableInfo& info = t.info();
-        out->sparse_rows = info.sparse_rows();
-        out->sparse_evictions = info.sparse_evictions();
-        out->sparse_ttl_expired = info.sparse_ttl_expired();
-        out->sparse_refused = info.sparse_refused();
-        out->sparse_bytes = info.sparse_bytes();
-        out->sparse_row_limit = info.sparse_row_limit();
-        out->row_tau_count = info.sparse_row_tau().count();
-        out->row_tau_mean = info.sparse_row_tau().mean();
-        out->row_tau_p50 = info.sparse_row_tau().p50();
-        out->row_tau_p99 = info.sparse_row_tau().p99();
-        out->row_tau_max = info.sparse_row_tau().max();
-        for (const v1::WorkerStats& w : t.workers()) {
-          WorkerShardStats& ws = out->workers.emplace_back();
-          ws.worker_id = w.worker_id();
-          ws.live = w.live();
-          ws.clock = w.clock();
-          ws.last_seen_age_s = w.last_seen_age_s();
-          ws.tau_mean = w.tau().mean();
-          ws.tau_max = w.tau().max();
-          ws.pushes = w.tau().count();
-          ws.rejected = w.rejected();
-          ws.downweighted = w.downweighted();
-          ws.closed_steps_as_last = w.steps_closed_last();
-          ws.missed_steps = w.missed_steps();
-        }
-        return absl::OkStatus();
-      })));
-  return all;
-}
-
-absl::StatusOr<PullInfo> GrpcClient::PullDense(absl::string_view table,
-                                               absl::Span<float> values) {
-  return Wait(PullDenseAsync(table, values));
-}
-
-absl::StatusOr<PushResult> GrpcClient::PushDense(
-    absl::string_view table, absl::Span<const float> gradient,
-    const PullInfo* basis) {
-  return Wait(PushDenseAsync(table, gradient, basis));
 }
 
 }  // namespace taups

@@ -1,4 +1,4 @@
-// GrpcClient's membership: registration, heartbeats, Leave, and the clock a
+// ClientCore's membership: registration, heartbeats, Leave, and the clock a
 // (re)joining worker resumes at.
 #include <algorithm>
 #include <limits>
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
-#include "worker/src/grpc_client.h"
+#include "worker/src/client_core.h"
 
 namespace taups {
 namespace {
@@ -24,39 +24,39 @@ RetryPolicy HeartbeatPolicy(absl::Duration every) {
 
 }  // namespace
 
-void GrpcClient::CatchUp(absl::string_view table, uint64_t step) {
+void ClientCore::CatchUp(absl::string_view table, uint64_t step) {
   absl::MutexLock lock(&clock_mu_);
   uint64_t& ahead = clock_ahead_[table];
   const uint64_t current = clock_.load() + ahead;
   if (step > current) ahead += step - current;
 }
 
-uint64_t GrpcClient::clock() const {
+uint64_t ClientCore::clock() const {
   absl::MutexLock lock(&clock_mu_);
   uint64_t ahead = 0;
   for (const auto& [table, a] : clock_ahead_) ahead = std::max(ahead, a);
   return clock_.load() + ahead;
 }
 
-uint64_t GrpcClient::ClockOf(absl::string_view table) const {
+uint64_t ClientCore::ClockOf(absl::string_view table) const {
   absl::MutexLock lock(&clock_mu_);
   auto it = clock_ahead_.find(table);
   return clock_.load() + (it == clock_ahead_.end() ? 0 : it->second);
 }
 
-bool GrpcClient::StartMembershipCall() {
+bool ClientCore::StartMembershipCall() {
   absl::MutexLock lock(&membership_mu_);
   if (left_) return false;
   ++membership_calls_;
   return true;
 }
 
-void GrpcClient::EndMembershipCall() {
+void ClientCore::EndMembershipCall() {
   absl::MutexLock lock(&membership_mu_);
   --membership_calls_;
 }
 
-void GrpcClient::RegisterAsync(uint32_t shard,
+void ClientCore::RegisterAsync(uint32_t shard,
                                std::function<void(absl::Status)> done) {
   if (!StartMembershipCall()) {
     return done(absl::FailedPreconditionError("the worker left"));
@@ -66,12 +66,8 @@ void GrpcClient::RegisterAsync(uint32_t shard,
   request.set_worker_incarnation(options_.worker_incarnation);
   request.set_lease_s(absl::ToDoubleSeconds(options_.lease));
   const int64_t sent_ns = NowNs();
-  Call<v1::RegisterRequest, v1::RegisterResponse>(
+  Call<v1::RegisterRequest>(
       shard, std::move(request),
-      [](Stub* stub, grpc::ClientContext* ctx, const v1::RegisterRequest* req,
-         v1::RegisterResponse* resp, std::function<void(grpc::Status)> cb) {
-        stub->async()->Register(ctx, req, resp, std::move(cb));
-      },
       [this, shard, sent_ns, done = std::move(done)](
           const absl::Status& status, v1::RegisterResponse* response) {
         if (status.ok()) {
@@ -100,13 +96,13 @@ void GrpcClient::RegisterAsync(uint32_t shard,
       });
 }
 
-absl::Status GrpcClient::RegisterWith(uint32_t shard) {
+absl::Status ClientCore::RegisterWith(uint32_t shard) {
   std::promise<absl::Status> done;
   RegisterAsync(shard, [&done](absl::Status status) { done.set_value(status); });
   return done.get_future().get();
 }
 
-absl::Status GrpcClient::StartMembership() {
+absl::Status ClientCore::StartMembership() {
   heartbeat_every_ms_ = std::numeric_limits<int64_t>::max();
   for (uint32_t s = 0; s < shards_.size(); ++s) RETURN_IF_ERROR(RegisterWith(s));
   membership_started_ = true;
@@ -114,18 +110,14 @@ absl::Status GrpcClient::StartMembership() {
   return absl::OkStatus();
 }
 
-void GrpcClient::RenewAsync(uint32_t shard, std::function<void()> done) {
+void ClientCore::RenewAsync(uint32_t shard, std::function<void()> done) {
   if (!StartMembershipCall()) return done();
   v1::HeartbeatRequest request;
   request.set_worker_id(options_.worker_id);
   request.set_worker_incarnation(options_.worker_incarnation);
   const int64_t sent_ns = NowNs();
-  CallWith<v1::HeartbeatRequest, v1::HeartbeatResponse>(
+  CallWith<v1::HeartbeatRequest>(
       HeartbeatPolicy(HeartbeatEvery()), shard, std::move(request),
-      [](Stub* stub, grpc::ClientContext* ctx, const v1::HeartbeatRequest* req,
-         v1::HeartbeatResponse* resp, std::function<void(grpc::Status)> cb) {
-        stub->async()->Heartbeat(ctx, req, resp, std::move(cb));
-      },
       [this, shard, sent_ns, done = std::move(done)](
           const absl::Status& status, v1::HeartbeatResponse* response) {
         if (!status.ok()) {
@@ -160,7 +152,7 @@ void GrpcClient::RenewAsync(uint32_t shard, std::function<void()> done) {
       });
 }
 
-void GrpcClient::HeartbeatLoop() {
+void ClientCore::HeartbeatLoop() {
   while (!stop_heartbeats_.WaitForNotificationWithTimeout(HeartbeatEvery())) {
     if (heartbeats_paused_) continue;
     for (uint32_t s = 0; s < shards_.size(); ++s) {
@@ -172,7 +164,7 @@ void GrpcClient::HeartbeatLoop() {
   }
 }
 
-void GrpcClient::EnsureLeases() {
+void ClientCore::EnsureLeases() {
   if (!membership_started_) return;
   const int64_t now = NowNs();
   std::vector<uint32_t> lapsing;
@@ -199,7 +191,7 @@ void GrpcClient::EnsureLeases() {
   finished->get_future().wait();
 }
 
-void GrpcClient::BeginStep(const std::string& table, ConsistencyKind kind) {
+void ClientCore::BeginStep(const std::string& table, ConsistencyKind kind) {
   EnsureLeases();
   uint64_t join = 0;
   {
@@ -212,7 +204,7 @@ void GrpcClient::BeginStep(const std::string& table, ConsistencyKind kind) {
   if (kind != ConsistencyKind::kAsync) CatchUp(table, join);
 }
 
-absl::Status GrpcClient::Leave() {
+absl::Status ClientCore::Leave() {
   if (!membership_started_) return absl::OkStatus();
   {
     absl::MutexLock lock(&membership_mu_);
@@ -238,12 +230,8 @@ absl::Status GrpcClient::Leave() {
   v1::LeaveRequest request;
   request.set_worker_id(options_.worker_id);
   request.set_worker_incarnation(options_.worker_incarnation);
-  return CallEveryShard<v1::LeaveRequest, v1::LeaveResponse>(
+  return CallEveryShard<v1::LeaveRequest>(
       request,
-      [](Stub* stub, grpc::ClientContext* ctx, const v1::LeaveRequest* req,
-         v1::LeaveResponse* resp, std::function<void(grpc::Status)> cb) {
-        stub->async()->Leave(ctx, req, resp, std::move(cb));
-      },
       [this](uint32_t s, v1::LeaveResponse* response) {
         NoteIncarnation(s, response->server_incarnation());
         if (!response->known()) {

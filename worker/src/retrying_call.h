@@ -1,13 +1,10 @@
-// The client's RPC plumbing: channels to a shard, one unary call retried with
-// exponential backoff while the shard answers UNAVAILABLE, and a join that
-// completes when all calls of a fan-out have.
+// The client's call plumbing, over any ShardTransport: one unary call
+// retried with exponential backoff while the shard answers UNAVAILABLE, and
+// a join that completes when all calls of a fan-out have.
 //
-// Internal to the client library; includes gRPC headers, so keep it out of
-// public headers.
+// Internal to the client library.
 #ifndef TAUPS_WORKER_SRC_RETRYING_CALL_H_
 #define TAUPS_WORKER_SRC_RETRYING_CALL_H_
-
-#include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,26 +15,10 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "ps.grpc.pb.h"
-#include "wire_convert.h"
 #include "worker/src/delayed_runner.h"
+#include "worker/src/shard_transport.h"
 
 namespace taups {
-
-using Stub = v1::ParameterServer::Stub;
-
-// Several channels (each its own TCP connection) to one shard; calls are
-// spread round-robin. Thread-safe.
-class ShardChannels {
- public:
-  explicit ShardChannels(std::vector<std::unique_ptr<Stub>> stubs)
-      : stubs_(std::move(stubs)) {}
-  Stub* Pick() { return stubs_[next_.fetch_add(1) % stubs_.size()].get(); }
-
- private:
-  std::vector<std::unique_ptr<Stub>> stubs_;
-  std::atomic<uint32_t> next_{0};
-};
 
 struct RetryPolicy {
   int max_attempts = 8;
@@ -65,56 +46,48 @@ template <>
 inline constexpr bool kResendOnDeadline<v1::PushSparseRequest> = true;
 
 // One logical unary call: attempts it, and on UNAVAILABLE (or, for pushes,
-// DEADLINE_EXCEEDED; see kResendOnDeadline) waits a backoff on
-// `runner` and tries again on a (possibly different) channel, until it
-// succeeds, fails otherwise, or runs out of attempts. `done` runs exactly once
-// with the final status and the response (valid only during the callback).
-//
-// Invoke: void(Stub*, grpc::ClientContext*, const Request*, Response*,
-//              std::function<void(grpc::Status)>)
-template <typename Request, typename Response, typename Invoke>
+// DEADLINE_EXCEEDED; see kResendOnDeadline) waits a backoff on `runner` and
+// tries again, until it succeeds, fails otherwise, or runs out of attempts.
+// `done` runs exactly once with the final status and the response (valid
+// only during the callback). A resend is the same request: a push keeps its
+// seq, so the shard answers it once.
+template <typename Request>
 class RetryingCall
-    : public std::enable_shared_from_this<
-          RetryingCall<Request, Response, Invoke>> {
+    : public std::enable_shared_from_this<RetryingCall<Request>> {
  public:
+  using Response = ResponseOf<Request>;
   using Done = std::function<void(const absl::Status&, Response*)>;
 
-  static void Start(ShardChannels* channels, DelayedRunner* runner,
-                    const RetryPolicy& policy, Request request, Invoke invoke,
-                    Done done) {
-    auto call = std::shared_ptr<RetryingCall>(
-        new RetryingCall(channels, runner, policy, std::move(request),
-                         std::move(invoke), std::move(done)));
+  static void Start(ShardTransport* transport, DelayedRunner* runner,
+                    const RetryPolicy& policy, Request request, Done done) {
+    auto call = std::shared_ptr<RetryingCall>(new RetryingCall(
+        transport, runner, policy, std::move(request), std::move(done)));
     call->Attempt();
   }
 
  private:
-  RetryingCall(ShardChannels* channels, DelayedRunner* runner,
-               const RetryPolicy& policy, Request request, Invoke invoke,
-               Done done)
-      : channels_(channels),
+  RetryingCall(ShardTransport* transport, DelayedRunner* runner,
+               const RetryPolicy& policy, Request request, Done done)
+      : transport_(transport),
         runner_(runner),
         policy_(policy),
         request_(std::move(request)),
-        invoke_(std::move(invoke)),
         done_(std::move(done)) {}
 
   void Attempt() {
     if (attempts_ == 0) first_attempt_ = absl::Now();
     ++attempts_;
-    context_ = std::make_unique<grpc::ClientContext>();
-    context_->set_deadline(absl::ToChronoTime(absl::Now() + policy_.call_timeout));
     response_.Clear();
     auto self = this->shared_from_this();
-    invoke_(channels_->Pick(), context_.get(), &request_, &response_,
-            [self](grpc::Status status) { self->OnDone(std::move(status)); });
+    transport_->Send(RpcOf<Request>::kRpc, policy_.call_timeout, request_,
+                     &response_,
+                     [self](absl::Status status) { self->OnDone(std::move(status)); });
   }
 
-  void OnDone(grpc::Status status) {
+  void OnDone(absl::Status status) {
     const bool transient =
-        status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-        (kResendOnDeadline<Request> &&
-         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+        absl::IsUnavailable(status) ||
+        (kResendOnDeadline<Request> && absl::IsDeadlineExceeded(status));
     if (transient && (attempts_ < policy_.max_attempts ||
                       absl::Now() - first_attempt_ < policy_.budget)) {
       auto self = this->shared_from_this();
@@ -122,35 +95,32 @@ class RetryingCall
           policy_.Backoff(attempts_, reinterpret_cast<uintptr_t>(this)),
           [self, status](bool cancelled) {
             if (cancelled) {
-              self->done_(FromGrpcStatus(status), &self->response_);
+              self->done_(status, &self->response_);
             } else {
               self->Attempt();
             }
           });
       return;
     }
-    done_(FromGrpcStatus(status), &response_);
+    done_(status, &response_);
   }
 
-  ShardChannels* const channels_;
+  ShardTransport* const transport_;
   DelayedRunner* const runner_;
   const RetryPolicy policy_;
   Request request_;
   Response response_;
-  Invoke invoke_;
   Done done_;
-  std::unique_ptr<grpc::ClientContext> context_;
   int attempts_ = 0;
   absl::Time first_attempt_;
 };
 
-template <typename Request, typename Response, typename Invoke>
-void StartCall(ShardChannels* channels, DelayedRunner* runner,
-               const RetryPolicy& policy, Request request, Invoke invoke,
-               std::function<void(const absl::Status&, Response*)> done) {
-  RetryingCall<Request, Response, Invoke>::Start(
-      channels, runner, policy, std::move(request), std::move(invoke),
-      std::move(done));
+template <typename Request>
+void StartCall(ShardTransport* transport, DelayedRunner* runner,
+               const RetryPolicy& policy, Request request,
+               std::function<void(const absl::Status&, ResponseOf<Request>*)> done) {
+  RetryingCall<Request>::Start(transport, runner, policy, std::move(request),
+                               std::move(done));
 }
 
 // Counts down the calls of one fan-out; when the last reports, runs

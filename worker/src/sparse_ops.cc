@@ -1,4 +1,4 @@
-// GrpcClient's sparse-table calls: keys grouped by shard, duplicates fetched
+// ClientCore's sparse-table calls: keys grouped by shard, duplicates fetched
 // once (pull) or summed (push), one RPC per shard in flight at once.
 #include <cstring>
 
@@ -7,7 +7,7 @@
 #include "common/float_bytes.h"
 #include "common/vector_math.h"
 #include "common/wire_tensor.h"
-#include "worker/src/grpc_client.h"
+#include "worker/src/client_core.h"
 
 namespace taups {
 namespace {
@@ -28,13 +28,13 @@ absl::Status CheckSparse(const TableConfig& config, size_t keys,
 
 }  // namespace
 
-absl::StatusOr<PullInfo> GrpcClient::PullSparse(absl::string_view table,
+absl::StatusOr<PullInfo> ClientCore::PullSparse(absl::string_view table,
                                                 absl::Span<const uint64_t> keys,
                                                 absl::Span<float> rows) {
   return PullSparse(table, keys, rows, SparsePullOptions());
 }
 
-void GrpcClient::RecordRowVersions(const std::string& table,
+void ClientCore::RecordRowVersions(const std::string& table,
                                    const PullInfo& info) {
   if (info.row_versions.empty() && !any_row_versions_.load()) return;
   absl::MutexLock lock(&mu_);
@@ -49,7 +49,7 @@ void GrpcClient::RecordRowVersions(const std::string& table,
   any_row_versions_.store(!last_row_versions_.empty());
 }
 
-std::shared_ptr<const RowVersionBasis> GrpcClient::LastRowVersions(
+std::shared_ptr<const RowVersionBasis> ClientCore::LastRowVersions(
     const std::string& table) {
   if (!any_row_versions_.load()) return nullptr;
   absl::MutexLock lock(&mu_);
@@ -57,7 +57,7 @@ std::shared_ptr<const RowVersionBasis> GrpcClient::LastRowVersions(
   return it == last_row_versions_.end() ? nullptr : it->second;
 }
 
-absl::StatusOr<PullInfo> GrpcClient::PullSparse(
+absl::StatusOr<PullInfo> ClientCore::PullSparse(
     absl::string_view table, absl::Span<const uint64_t> keys,
     absl::Span<float> rows, const SparsePullOptions& options) {
   auto meta = Meta(table);
@@ -104,13 +104,8 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(
       request.set_pull_bucket_size(compression->config().pull_bucket_size);
     }
     const ShardKeys* group = &groups[s];
-    Call<v1::PullSparseRequest, v1::PullSparseResponse>(
+    Call<v1::PullSparseRequest>(
         s, std::move(request),
-        [](Stub* stub, grpc::ClientContext* ctx,
-           const v1::PullSparseRequest* req, v1::PullSparseResponse* resp,
-           std::function<void(grpc::Status)> cb) {
-          stub->async()->PullSparse(ctx, req, resp, std::move(cb));
-        },
         [this, s, group, fan, state, rows, dim, compression, with_versions](
             const absl::Status& status, v1::PullSparseResponse* response) {
           if (!status.ok()) return fan->Report(status);
@@ -177,7 +172,7 @@ absl::StatusOr<PullInfo> GrpcClient::PullSparse(
   return info;
 }
 
-absl::StatusOr<PushResult> GrpcClient::PushSparse(
+absl::StatusOr<PushResult> ClientCore::PushSparse(
     absl::string_view table, absl::Span<const uint64_t> keys,
     absl::Span<const float> gradients, const PullInfo* basis) {
   auto meta = Meta(table);
@@ -272,13 +267,8 @@ absl::StatusOr<PushResult> GrpcClient::PushSparse(
       request.set_return_row_taus(true);
     }
     const ShardKeys* group = &groups[s];
-    Call<v1::PushSparseRequest, v1::PushResponse>(
+    Call<v1::PushSparseRequest>(
         s, std::move(request),
-        [](Stub* stub, grpc::ClientContext* ctx,
-           const v1::PushSparseRequest* req, v1::PushResponse* resp,
-           std::function<void(grpc::Status)> cb) {
-          stub->async()->PushSparse(ctx, req, resp, std::move(cb));
-        },
         [this, s, fan, state, group, with_rows](const absl::Status& status,
                                                 v1::PushResponse* response) {
           if (status.ok()) {

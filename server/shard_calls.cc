@@ -1,0 +1,268 @@
+#include "server/shard_calls.h"
+
+#include <vector>
+
+#include "common/aligned_view.h"
+#include "common/wire_tensor.h"
+#include "wire_convert.h"
+
+namespace taups {
+namespace {
+
+// The push's origin, base version, clock and slice position as the store
+// takes them (a 0 slice count from an old client means one slice).
+template <typename Request>
+PushMeta PushMetaOf(const Request& request, uint32_t slices,
+                    uint32_t slice_index) {
+  PushMeta meta;
+  meta.origin = PushOrigin{request.origin().worker_id(),
+                           request.origin().worker_incarnation(),
+                           request.origin().seq()};
+  meta.base_version = request.base_version();
+  meta.clock = request.clock();
+  meta.slices = std::max<uint32_t>(slices, 1);
+  meta.slice_index = slice_index;
+  meta.push_norm_sq = request.push_norm_sq();
+  return meta;
+}
+
+// Answers a pull of `floats` values: `read(out)` fills them (and returns
+// the store's PullResult). Plain pulls are written straight into the
+// response's bytes; compressed ones into a scratch vector, then encoded.
+// On error the response holds no values.
+template <typename Response, typename Read>
+absl::Status AnswerPull(const std::string& table, CodecKind codec,
+                        uint32_t bucket_size, uint64_t floats, Read read,
+                        uint64_t incarnation, WireTraffic* traffic,
+                        Response* response) {
+  std::string* wire = response->mutable_values();
+  std::vector<float> plain;
+  absl::Span<float> out;
+  if (codec == CodecKind::kNone) {
+    wire->resize(floats * sizeof(float));
+    out = absl::MakeSpan(reinterpret_cast<float*>(wire->data()), floats);
+  } else {
+    plain.resize(floats);
+    out = absl::MakeSpan(plain);
+  }
+  absl::StatusOr<PullResult> pulled = read(out);
+  absl::Status status = pulled.status();
+  if (status.ok() && codec != CodecKind::kNone) {
+    status = EncodeForPull(plain, codec, bucket_size, wire);
+  }
+  if (!status.ok()) {
+    response->Clear();
+    return status;
+  }
+  traffic->CountPull(table, floats * sizeof(float), wire->size());
+  response->set_encoded(codec != CodecKind::kNone);
+  response->set_version(pulled->version);
+  response->set_step(pulled->step);
+  response->set_server_incarnation(incarnation);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ShardCalls::CreateTable(const v1::CreateTableRequest& request,
+                                     v1::CreateTableResponse* response) {
+  absl::StatusOr<TableConfig> config = FromWire(request.config());
+  if (!config.ok()) return config.status();
+  bool created = false;
+  absl::StatusOr<TableInfo> info =
+      store_->CreateTable(*config, request.exist_ok(), &created);
+  if (!info.ok()) return info.status();
+  ToWire(*info, response->mutable_info());
+  response->set_created(created);
+  response->set_server_incarnation(incarnation_);
+  return absl::OkStatus();
+}
+
+absl::Status ShardCalls::GetTable(const v1::GetTableRequest& request,
+                                  v1::GetTableResponse* response) {
+  absl::StatusOr<TableInfo> info = store_->GetTable(request.name());
+  if (!info.ok()) return info.status();
+  ToWire(*info, response->mutable_info());
+  response->set_server_incarnation(incarnation_);
+  return absl::OkStatus();
+}
+
+absl::Status ShardCalls::PullDense(const v1::PullDenseRequest& request,
+                                   absl::Time deadline,
+                                   v1::PullDenseResponse* response) {
+  const auto codec = static_cast<CodecKind>(request.pull_codec());
+  if (absl::Status ok = CheckPullCodec(codec, request.pull_bucket_size());
+      !ok.ok()) {
+    return ok;
+  }
+  absl::StatusOr<uint64_t> floats = store_->DensePullFloats(
+      request.table(), request.offset(), request.count());
+  if (!floats.ok()) return floats.status();
+  const PullContext ctx{request.worker_id(), request.clock(), deadline};
+  return AnswerPull(
+      request.table(), codec, request.pull_bucket_size(), *floats,
+      [&](absl::Span<float> out) {
+        return store_->PullDense(request.table(), request.offset(), out, ctx);
+      },
+      incarnation_, &traffic_, response);
+}
+
+absl::Status ShardCalls::PullSparse(const v1::PullSparseRequest& request,
+                                    absl::Time deadline,
+                                    v1::PullSparseResponse* response) {
+  const auto codec = static_cast<CodecKind>(request.pull_codec());
+  if (absl::Status ok = CheckPullCodec(codec, request.pull_bucket_size());
+      !ok.ok()) {
+    return ok;
+  }
+  std::vector<uint64_t> key_copy;
+  absl::StatusOr<absl::Span<const uint64_t>> keys =
+      ViewAs<uint64_t>(request.keys(), &key_copy, "PullSparse keys");
+  if (!keys.ok()) return keys.status();
+  absl::StatusOr<uint64_t> floats = store_->SparsePullFloats(
+      request.table(), keys->size(), request.with_row_versions());
+  if (!floats.ok()) return floats.status();
+  // Row versions land in their own bytes field, beside the values.
+  std::string row_bytes;
+  absl::Span<uint64_t> row_versions;
+  if (request.with_row_versions()) {
+    row_bytes.resize(keys->size() * sizeof(uint64_t));
+    row_versions = absl::MakeSpan(reinterpret_cast<uint64_t*>(row_bytes.data()),
+                                  keys->size());
+  }
+  const PullContext ctx{request.worker_id(), request.clock(), deadline};
+  absl::Status answered = AnswerPull(
+      request.table(), codec, request.pull_bucket_size(), *floats,
+      [&](absl::Span<float> out) {
+        return store_->PullSparse(request.table(), *keys, out, ctx,
+                                  row_versions);
+      },
+      incarnation_, &traffic_, response);
+  if (answered.ok() && request.with_row_versions()) {
+    *response->mutable_row_versions() = std::move(row_bytes);
+  }
+  return answered;
+}
+
+absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
+                                   v1::PushResponse* response) {
+  const PushMeta meta =
+      PushMetaOf(request, request.slices_in_push(), request.slice_index());
+  std::vector<float> decoded;
+  absl::StatusOr<absl::Span<const float>> gradient = store_->ReadGradient(
+      request.table(), TableKind::kDense, 0, request.gradient(),
+      request.encoded(), &decoded, "PushDense gradient");
+  if (!gradient.ok()) {
+    if (request.encoded() && !absl::IsNotFound(gradient.status())) {
+      traffic_.CountBadBlock(request.table());
+    }
+    // The push's other slices (staged, or still to come) are refused too.
+    store_->RefusePush(request.table(), meta, gradient.status());
+    return gradient.status();
+  }
+  absl::StatusOr<PushOutcome> outcome =
+      store_->PushDense(request.table(), request.offset(), *gradient, meta);
+  if (!outcome.ok()) return outcome.status();
+  traffic_.CountPush(request.table(), gradient->size() * sizeof(float),
+                     request.gradient().size(), request.encoded());
+  ToWire(*outcome, response);
+  response->set_server_incarnation(incarnation_);
+  return absl::OkStatus();
+}
+
+absl::Status ShardCalls::PushSparse(const v1::PushSparseRequest& request,
+                                    v1::PushResponse* response) {
+  std::vector<uint64_t> key_copy, base_copy;
+  std::vector<float> decoded;
+  absl::StatusOr<absl::Span<const uint64_t>> keys =
+      ViewAs<uint64_t>(request.keys(), &key_copy, "PushSparse keys");
+  if (!keys.ok()) return keys.status();
+  absl::StatusOr<absl::Span<const float>> gradients = store_->ReadGradient(
+      request.table(), TableKind::kSparse, keys->size(), request.gradients(),
+      request.encoded(), &decoded, "PushSparse gradients");
+  if (!gradients.ok()) {
+    if (request.encoded() && !absl::IsNotFound(gradients.status())) {
+      traffic_.CountBadBlock(request.table());
+    }
+    return gradients.status();
+  }
+  absl::StatusOr<absl::Span<const uint64_t>> row_bases =
+      ViewAs<uint64_t>(request.row_base_versions(), &base_copy,
+                       "PushSparse row_base_versions");
+  if (!row_bases.ok()) return row_bases.status();
+  PushMeta meta = PushMetaOf(request, 1, 0);
+  meta.row_base_versions = *row_bases;
+  absl::StatusOr<PushOutcome> outcome =
+      store_->PushSparse(request.table(), *keys, *gradients, meta);
+  if (!outcome.ok()) return outcome.status();
+  traffic_.CountPush(request.table(), gradients->size() * sizeof(float),
+                     request.gradients().size(), request.encoded());
+  ToWire(*outcome, response);
+  if (!row_bases->empty()) {
+    RowTauToWire(*outcome, request.return_row_taus(), response);
+  }
+  response->set_server_incarnation(incarnation_);
+  return absl::OkStatus();
+}
+
+absl::Status ShardCalls::Register(const v1::RegisterRequest& request,
+                                  v1::RegisterResponse* response) {
+  if (absl::Status ok =
+          store_->CheckRegistration(request.worker_id(), request.lease_s());
+      !ok.ok()) {
+    return ok;
+  }
+  const Registration joined =
+      store_->Register(request.worker_id(), request.worker_incarnation(),
+                       absl::Seconds(request.lease_s()));
+  response->set_lease_s(absl::ToDoubleSeconds(joined.lease));
+  response->set_heartbeat_every_s(absl::ToDoubleSeconds(joined.heartbeat_every));
+  response->mutable_start_clock()->insert(joined.start_clock.begin(),
+                                          joined.start_clock.end());
+  response->set_server_incarnation(incarnation_);
+  return absl::OkStatus();
+}
+
+absl::Status ShardCalls::Heartbeat(const v1::HeartbeatRequest& request,
+                                   v1::HeartbeatResponse* response) {
+  response->set_known(
+      store_->Heartbeat(request.worker_id(), request.worker_incarnation()));
+  response->set_server_incarnation(incarnation_);
+  return absl::OkStatus();
+}
+
+absl::Status ShardCalls::Leave(const v1::LeaveRequest& request,
+                               v1::LeaveResponse* response) {
+  response->set_known(
+      store_->Leave(request.worker_id(), request.worker_incarnation()));
+  response->set_server_incarnation(incarnation_);
+  return absl::OkStatus();
+}
+
+absl::Status ShardCalls::SetConsistency(const v1::SetConsistencyRequest& request,
+                                        v1::SetConsistencyResponse* response) {
+  absl::StatusOr<ConsistencyConfig> consistency = FromWire(request.consistency());
+  if (!consistency.ok()) return consistency.status();
+  absl::StatusOr<StalenessConfig> staleness = FromWire(request.staleness());
+  if (!staleness.ok()) return staleness.status();
+  absl::StatusOr<TableInfo> info =
+      store_->SetConsistency(request.table(), *consistency, *staleness);
+  if (!info.ok()) return info.status();
+  ToWire(*info, response->mutable_info());
+  return absl::OkStatus();
+}
+
+absl::Status ShardCalls::Stats(const v1::StatsRequest& request,
+                               v1::StatsResponse* response) {
+  if (!request.table().empty()) {
+    absl::StatusOr<TableInfo> exists = store_->GetTable(request.table());
+    if (!exists.ok()) return exists.status();
+  }
+  ToWire(store_->Stats(request.table()),
+         [this](absl::string_view table) { return traffic_.Of(table); },
+         absl::Now(), response);
+  response->set_server_incarnation(incarnation_);
+  return absl::OkStatus();
+}
+
+}  // namespace taups

@@ -1,0 +1,70 @@
+// ShardCalls: one shard's RPCs as plain function calls on the wire messages,
+// with no network and no gRPC types: convert the request, call the
+// ParameterStore, convert the answer, return an absl::Status. What the gRPC
+// edge (grpc_service.cc) does per handler, for callers in the same process:
+// the worker's InProcessTransport (worker/src/inprocess_transport.h), which
+// runs the real client core against real shards without sockets.
+//
+// Request checks are the store's (sizes against its limits before anything
+// is allocated, ranges, keys, finiteness); a refused push slice is reported
+// to the store (RefusePush) so the rest of its push is refused too. Every
+// answer carries `incarnation`. Wire traffic is counted per table as the
+// gRPC edge counts it.
+//
+// Thread-safe (the store is). The store must outlive this object.
+#ifndef TAUPS_SERVER_SHARD_CALLS_H_
+#define TAUPS_SERVER_SHARD_CALLS_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "ps.pb.h"
+#include "server/parameter_store.h"
+#include "server/wire_traffic.h"
+
+namespace taups {
+
+class ShardCalls {
+ public:
+  ShardCalls(ParameterStore* store, uint64_t incarnation)
+      : store_(store), incarnation_(incarnation) {}
+
+  absl::Status CreateTable(const v1::CreateTableRequest& request,
+                           v1::CreateTableResponse* response);
+  absl::Status GetTable(const v1::GetTableRequest& request,
+                        v1::GetTableResponse* response);
+  // A pull that waits for its policy (sync, semi-sync, ssp) waits at most
+  // until `deadline` (DEADLINE_EXCEEDED).
+  absl::Status PullDense(const v1::PullDenseRequest& request,
+                         absl::Time deadline, v1::PullDenseResponse* response);
+  absl::Status PushDense(const v1::PushDenseRequest& request,
+                         v1::PushResponse* response);
+  absl::Status PullSparse(const v1::PullSparseRequest& request,
+                          absl::Time deadline, v1::PullSparseResponse* response);
+  absl::Status PushSparse(const v1::PushSparseRequest& request,
+                          v1::PushResponse* response);
+  absl::Status Register(const v1::RegisterRequest& request,
+                        v1::RegisterResponse* response);
+  absl::Status Heartbeat(const v1::HeartbeatRequest& request,
+                         v1::HeartbeatResponse* response);
+  absl::Status Leave(const v1::LeaveRequest& request,
+                     v1::LeaveResponse* response);
+  absl::Status SetConsistency(const v1::SetConsistencyRequest& request,
+                              v1::SetConsistencyResponse* response);
+  absl::Status Stats(const v1::StatsRequest& request,
+                     v1::StatsResponse* response);
+
+  ParameterStore* store() const { return store_; }
+  uint64_t incarnation() const { return incarnation_; }
+  const WireTraffic& traffic() const { return traffic_; }
+
+ private:
+  ParameterStore* const store_;
+  const uint64_t incarnation_;
+  WireTraffic traffic_;
+};
+
+}  // namespace taups
+
+#endif  // TAUPS_SERVER_SHARD_CALLS_H_

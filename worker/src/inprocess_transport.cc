@@ -1,0 +1,74 @@
+#include "worker/src/inprocess_transport.h"
+
+namespace taups {
+namespace {
+
+// The concrete messages of one call (the RPC names their types).
+template <typename Request>
+const Request& In(const google::protobuf::Message& request) {
+  return static_cast<const Request&>(request);
+}
+template <typename Request>
+ResponseOf<Request>* Out(google::protobuf::Message* response) {
+  return static_cast<ResponseOf<Request>*>(response);
+}
+
+}  // namespace
+
+void InProcessTransport::Send(Rpc rpc, absl::Duration timeout,
+                              const google::protobuf::Message& request,
+                              google::protobuf::Message* response, Done done) {
+  done(Dispatch(rpc, absl::Now() + timeout, request, response));
+}
+
+absl::Status InProcessTransport::Dispatch(
+    Rpc rpc, absl::Time deadline, const google::protobuf::Message& request,
+    google::protobuf::Message* response) {
+  switch (rpc) {
+    case Rpc::kCreateTable:
+      return shard_->CreateTable(In<v1::CreateTableRequest>(request),
+                                 Out<v1::CreateTableRequest>(response));
+    case Rpc::kGetTable:
+      return shard_->GetTable(In<v1::GetTableRequest>(request),
+                              Out<v1::GetTableRequest>(response));
+    case Rpc::kPullDense:
+      return shard_->PullDense(In<v1::PullDenseRequest>(request), deadline,
+                               Out<v1::PullDenseRequest>(response));
+    case Rpc::kPushDense:
+      return shard_->PushDense(In<v1::PushDenseRequest>(request),
+                               Out<v1::PushDenseRequest>(response));
+    case Rpc::kPullSparse:
+      return shard_->PullSparse(In<v1::PullSparseRequest>(request), deadline,
+                                Out<v1::PullSparseRequest>(response));
+    case Rpc::kPushSparse:
+      return shard_->PushSparse(In<v1::PushSparseRequest>(request),
+                                Out<v1::PushSparseRequest>(response));
+    case Rpc::kRegister:
+      return shard_->Register(In<v1::RegisterRequest>(request),
+                              Out<v1::RegisterRequest>(response));
+    case Rpc::kHeartbeat:
+      return shard_->Heartbeat(In<v1::HeartbeatRequest>(request),
+                               Out<v1::HeartbeatRequest>(response));
+    case Rpc::kLeave:
+      return shard_->Leave(In<v1::LeaveRequest>(request),
+                           Out<v1::LeaveRequest>(response));
+    case Rpc::kSetConsistency:
+      return shard_->SetConsistency(In<v1::SetConsistencyRequest>(request),
+                                    Out<v1::SetConsistencyRequest>(response));
+    case Rpc::kStats:
+      return shard_->Stats(In<v1::StatsRequest>(request),
+                           Out<v1::StatsRequest>(response));
+  }
+  return absl::InternalError("unknown RPC");
+}
+
+std::vector<std::unique_ptr<ShardTransport>> InProcessTransports(
+    absl::Span<ShardCalls* const> shards) {
+  std::vector<std::unique_ptr<ShardTransport>> transports;
+  for (ShardCalls* shard : shards) {
+    transports.push_back(std::make_unique<InProcessTransport>(shard));
+  }
+  return transports;
+}
+
+}  // namespace taups

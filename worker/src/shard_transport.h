@@ -1,0 +1,93 @@
+// ShardTransport: how the client core reaches one shard. One object per
+// shard; each call is one attempt of one unary RPC, asynchronous, taking the
+// wire request message and filling the wire response message.
+//
+// The client core (ClientCore: slicing, routing, base versions, compression,
+// push seqs, retries, membership) talks only to this interface. Over a
+// network it is GrpcTransport (grpc_transport.h); in one process it is
+// InProcessTransport (inprocess_transport.h), which calls a shard's core
+// directly; tests wrap either in FaultInjectingTransport.
+//
+// Contract of Send:
+// - `request` and `response` belong to the caller and stay valid until
+//   `done` has run; the transport reads the request and writes the response
+//   only until then (a transport that keeps working on a call after
+//   answering it, a duplicate say, uses its own copies).
+// - `done` runs exactly once, on any thread, possibly before Send returns.
+//   The response is meaningful only when the status is OK.
+// - UNAVAILABLE means the request may not have arrived; DEADLINE_EXCEEDED
+//   (after `timeout`) that it may or may not have been applied. The caller
+//   decides what may be resent (RetryingCall).
+//
+// Implementations are thread-safe: many calls may be in flight at once.
+// No gRPC types here: the messages are protobuf (ps.pb.h).
+#ifndef TAUPS_WORKER_SRC_SHARD_TRANSPORT_H_
+#define TAUPS_WORKER_SRC_SHARD_TRANSPORT_H_
+
+#include <functional>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "ps.pb.h"
+
+namespace taups {
+
+// The shard's RPCs (service ParameterServer in proto/ps.proto).
+enum class Rpc {
+  kCreateTable,
+  kGetTable,
+  kPullDense,
+  kPushDense,
+  kPullSparse,
+  kPushSparse,
+  kRegister,
+  kHeartbeat,
+  kLeave,
+  kSetConsistency,
+  kStats,
+};
+
+absl::string_view RpcName(Rpc rpc);
+
+// Which RPC a request message is for, and its response message.
+template <typename Request>
+struct RpcOf;
+#define TAUPS_RPC_OF(request, response, rpc) \
+  template <>                                \
+  struct RpcOf<v1::request> {                \
+    static constexpr Rpc kRpc = Rpc::rpc;    \
+    using Response = v1::response;           \
+  }
+TAUPS_RPC_OF(CreateTableRequest, CreateTableResponse, kCreateTable);
+TAUPS_RPC_OF(GetTableRequest, GetTableResponse, kGetTable);
+TAUPS_RPC_OF(PullDenseRequest, PullDenseResponse, kPullDense);
+TAUPS_RPC_OF(PushDenseRequest, PushResponse, kPushDense);
+TAUPS_RPC_OF(PullSparseRequest, PullSparseResponse, kPullSparse);
+TAUPS_RPC_OF(PushSparseRequest, PushResponse, kPushSparse);
+TAUPS_RPC_OF(RegisterRequest, RegisterResponse, kRegister);
+TAUPS_RPC_OF(HeartbeatRequest, HeartbeatResponse, kHeartbeat);
+TAUPS_RPC_OF(LeaveRequest, LeaveResponse, kLeave);
+TAUPS_RPC_OF(SetConsistencyRequest, SetConsistencyResponse, kSetConsistency);
+TAUPS_RPC_OF(StatsRequest, StatsResponse, kStats);
+#undef TAUPS_RPC_OF
+
+template <typename Request>
+using ResponseOf = typename RpcOf<Request>::Response;
+
+class ShardTransport {
+ public:
+  using Done = std::function<void(absl::Status)>;
+
+  virtual ~ShardTransport() = default;
+
+  // One attempt of `rpc` (see the contract above). `request` and `response`
+  // are the message types RpcOf names for `rpc`.
+  virtual void Send(Rpc rpc, absl::Duration timeout,
+                    const google::protobuf::Message& request,
+                    google::protobuf::Message* response, Done done) = 0;
+};
+
+}  // namespace taups
+
+#endif  // TAUPS_WORKER_SRC_SHARD_TRANSPORT_H_
