@@ -5,7 +5,14 @@
 
 #include "common/aligned_view.h"
 #include "common/wire_tensor.h"
+#include "server/grpc_auth.h"
 #include "wire_convert.h"
+
+// A handler's first line: refuse a caller the auth gate does not allow.
+#define RETURN_IF_DENIED(check)                       \
+  if (grpc::Status denied = (check); !denied.ok()) { \
+    return denied;                                    \
+  }
 
 namespace taups {
 namespace {
@@ -80,12 +87,21 @@ class PullBuffer {
 }  // namespace
 
 ParameterServerService::ParameterServerService(ParameterStore* store,
-                                               uint64_t incarnation)
-    : store_(store), incarnation_(incarnation) {}
+                                               uint64_t incarnation,
+                                               const AuthGate* auth)
+    : store_(store), incarnation_(incarnation), auth_(auth) {}
+
+grpc::Status ParameterServerService::Allow(
+    const grpc::ServerContext* context, RpcMethod method,
+    std::optional<uint32_t> worker_id) const {
+  if (auth_ == nullptr) return grpc::Status::OK;
+  return auth_->Check(*context, method, worker_id);
+}
 
 grpc::Status ParameterServerService::CreateTable(
-    grpc::ServerContext*, const v1::CreateTableRequest* request,
+    grpc::ServerContext* context, const v1::CreateTableRequest* request,
     v1::CreateTableResponse* response) {
+  RETURN_IF_DENIED(Allow(context, RpcMethod::kCreateTable));
   absl::StatusOr<TableConfig> config = FromWire(request->config());
   if (!config.ok()) return ToGrpcStatus(config.status());
   bool created = false;
@@ -98,9 +114,10 @@ grpc::Status ParameterServerService::CreateTable(
   return grpc::Status::OK;
 }
 
-grpc::Status ParameterServerService::GetTable(grpc::ServerContext*,
+grpc::Status ParameterServerService::GetTable(grpc::ServerContext* context,
                                               const v1::GetTableRequest* request,
                                               v1::GetTableResponse* response) {
+  RETURN_IF_DENIED(Allow(context, RpcMethod::kGetTable));
   absl::StatusOr<TableInfo> info = store_->GetTable(request->name());
   if (!info.ok()) return ToGrpcStatus(info.status());
   ToWire(*info, response->mutable_info());
@@ -111,6 +128,7 @@ grpc::Status ParameterServerService::GetTable(grpc::ServerContext*,
 grpc::Status ParameterServerService::PullDense(
     grpc::ServerContext* context, const v1::PullDenseRequest* request,
     v1::PullDenseResponse* response) {
+  RETURN_IF_DENIED(Allow(context, RpcMethod::kPullDense, request->worker_id()));
   const CodecKind codec = static_cast<CodecKind>(request->pull_codec());
   absl::Status codec_ok = CheckPullCodec(codec, request->pull_bucket_size());
   if (!codec_ok.ok()) return ToGrpcStatus(codec_ok);
@@ -138,8 +156,9 @@ grpc::Status ParameterServerService::PullDense(
 }
 
 grpc::Status ParameterServerService::PushDense(
-    grpc::ServerContext*, const v1::PushDenseRequest* request,
+    grpc::ServerContext* context, const v1::PushDenseRequest* request,
     v1::PushResponse* response) {
+  RETURN_IF_DENIED(Allow(context, RpcMethod::kPushDense, request->origin().worker_id()));
   std::vector<float> scratch;
   const PushMeta meta = MetaFromWire(*request, request->slices_in_push(),
                                      request->slice_index());
@@ -166,6 +185,7 @@ grpc::Status ParameterServerService::PushDense(
 grpc::Status ParameterServerService::PullSparse(
     grpc::ServerContext* context, const v1::PullSparseRequest* request,
     v1::PullSparseResponse* response) {
+  RETURN_IF_DENIED(Allow(context, RpcMethod::kPullSparse, request->worker_id()));
   const CodecKind codec = static_cast<CodecKind>(request->pull_codec());
   absl::Status codec_ok = CheckPullCodec(codec, request->pull_bucket_size());
   if (!codec_ok.ok()) return ToGrpcStatus(codec_ok);
@@ -203,8 +223,9 @@ grpc::Status ParameterServerService::PullSparse(
 }
 
 grpc::Status ParameterServerService::PushSparse(
-    grpc::ServerContext*, const v1::PushSparseRequest* request,
+    grpc::ServerContext* context, const v1::PushSparseRequest* request,
     v1::PushResponse* response) {
+  RETURN_IF_DENIED(Allow(context, RpcMethod::kPushSparse, request->origin().worker_id()));
   std::vector<uint64_t> key_scratch, base_scratch;
   std::vector<float> gradient_scratch;
   absl::StatusOr<absl::Span<const uint64_t>> keys =
@@ -237,9 +258,10 @@ grpc::Status ParameterServerService::PushSparse(
   return grpc::Status::OK;
 }
 
-grpc::Status ParameterServerService::Register(grpc::ServerContext*,
+grpc::Status ParameterServerService::Register(grpc::ServerContext* context,
                                               const v1::RegisterRequest* request,
                                               v1::RegisterResponse* response) {
+  RETURN_IF_DENIED(Allow(context, RpcMethod::kRegister, request->worker_id()));
   absl::Status valid =
       store_->CheckRegistration(request->worker_id(), request->lease_s());
   if (!valid.ok()) return ToGrpcStatus(valid);
@@ -256,9 +278,10 @@ grpc::Status ParameterServerService::Register(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status ParameterServerService::Leave(grpc::ServerContext*,
+grpc::Status ParameterServerService::Leave(grpc::ServerContext* context,
                                            const v1::LeaveRequest* request,
                                            v1::LeaveResponse* response) {
+  RETURN_IF_DENIED(Allow(context, RpcMethod::kLeave, request->worker_id()));
   response->set_known(
       store_->Leave(request->worker_id(), request->worker_incarnation()));
   response->set_server_incarnation(incarnation_);
@@ -266,8 +289,9 @@ grpc::Status ParameterServerService::Leave(grpc::ServerContext*,
 }
 
 grpc::Status ParameterServerService::Heartbeat(
-    grpc::ServerContext*, const v1::HeartbeatRequest* request,
+    grpc::ServerContext* context, const v1::HeartbeatRequest* request,
     v1::HeartbeatResponse* response) {
+  RETURN_IF_DENIED(Allow(context, RpcMethod::kHeartbeat, request->worker_id()));
   response->set_known(store_->Heartbeat(request->worker_id(),
                                         request->worker_incarnation()));
   response->set_server_incarnation(incarnation_);
@@ -275,8 +299,9 @@ grpc::Status ParameterServerService::Heartbeat(
 }
 
 grpc::Status ParameterServerService::SetConsistency(
-    grpc::ServerContext*, const v1::SetConsistencyRequest* request,
+    grpc::ServerContext* context, const v1::SetConsistencyRequest* request,
     v1::SetConsistencyResponse* response) {
+  RETURN_IF_DENIED(Allow(context, RpcMethod::kSetConsistency));
   absl::StatusOr<ConsistencyConfig> consistency =
       FromWire(request->consistency());
   if (!consistency.ok()) return ToGrpcStatus(consistency.status());
@@ -289,9 +314,10 @@ grpc::Status ParameterServerService::SetConsistency(
   return grpc::Status::OK;
 }
 
-grpc::Status ParameterServerService::Stats(grpc::ServerContext*,
+grpc::Status ParameterServerService::Stats(grpc::ServerContext* context,
                                            const v1::StatsRequest* request,
                                            v1::StatsResponse* response) {
+  RETURN_IF_DENIED(Allow(context, RpcMethod::kStats));
   if (!request->table().empty()) {
     absl::StatusOr<TableInfo> exists = store_->GetTable(request->table());
     if (!exists.ok()) return ToGrpcStatus(exists.status());
@@ -302,5 +328,6 @@ grpc::Status ParameterServerService::Stats(grpc::ServerContext*,
   response->set_server_incarnation(incarnation_);
   return grpc::Status::OK;
 }
+
 
 }  // namespace taups

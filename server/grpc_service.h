@@ -1,5 +1,7 @@
 // The gRPC face of one shard: decodes requests, calls the ParameterStore,
 // encodes responses. No logic of its own beyond byte <-> float views.
+// With an AuthGate, every handler first checks its caller (one line; the
+// decision is server/authorization.h's).
 //
 // Thread-safe (the store is).
 #ifndef TAUPS_SERVER_GRPC_SERVICE_H_
@@ -7,7 +9,10 @@
 
 #include <cstdint>
 
+#include <optional>
+
 #include "ps.grpc.pb.h"
+#include "server/authorization.h"
 #include "server/parameter_store.h"
 #include "server/wire_traffic.h"
 
@@ -16,8 +21,10 @@ namespace taups {
 class ParameterServerService final : public v1::ParameterServer::Service {
  public:
   // `store` must outlive the service. `incarnation` identifies this run of
-  // the shard; it is sent with every response.
-  ParameterServerService(ParameterStore* store, uint64_t incarnation);
+  // the shard; it is sent with every response. `auth`, when not null, must
+  // outlive the service; null lets every caller call everything.
+  ParameterServerService(ParameterStore* store, uint64_t incarnation,
+                         const class AuthGate* auth = nullptr);
 
   grpc::Status CreateTable(grpc::ServerContext*, const v1::CreateTableRequest*,
                            v1::CreateTableResponse*) override;
@@ -47,8 +54,13 @@ class ParameterServerService final : public v1::ParameterServer::Service {
   const WireTraffic& traffic() const { return traffic_; }
 
  private:
+  // OK without a gate; else the gate's answer for the caller of `context`.
+  grpc::Status Allow(const grpc::ServerContext* context, RpcMethod method,
+                     std::optional<uint32_t> worker_id = std::nullopt) const;
+
   ParameterStore* const store_;
   const uint64_t incarnation_;
+  const AuthGate* const auth_;
   WireTraffic traffic_;
 };
 

@@ -17,6 +17,7 @@
 #include "common/grpc_logging.h"
 #include "common/logging.h"
 #include "common/malloc_tuning.h"
+#include "common/transport_security.h"
 #include "server/cluster_file.h"
 #include "server/limits.h"
 #include "server/shard_server.h"
@@ -27,7 +28,23 @@
 ABSL_FLAG(uint32_t, shard_index, 0, "Index of this shard, 0-based.");
 ABSL_FLAG(uint32_t, num_shards, 1,
           "Shards in the cluster. Ignored when --cluster_file is given.");
-ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on.");
+ABSL_FLAG(std::string, host, "",
+          "Address to listen on. Default: 0.0.0.0 with --tls_cert, else "
+          "127.0.0.1; a non-loopback address without TLS needs --insecure.");
+// Transport security and authentication (docs/SECURITY.md).
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain of this shard: serve TLS (needs --tls_key).");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA bundle client certificates are checked against (mutual "
+          "TLS; needs --tls_cert).");
+ABSL_FLAG(bool, tls_require_client_cert, false,
+          "Refuse clients without a certificate signed by --tls_ca.");
+ABSL_FLAG(std::string, auth_file, "",
+          "Principals, roles and their bearer tokens or certificate names "
+          "(mode 600; reread on SIGHUP). Empty: no authentication.");
+ABSL_FLAG(bool, insecure, false,
+          "Allow plaintext with no authentication on a non-loopback --host.");
 ABSL_FLAG(int, port, 7000,
           "Port to listen on; 0 picks a free one (see --port_file). Ignored "
           "when --cluster_file is given.");
@@ -155,6 +172,33 @@ int FailFlags(const absl::Status& status) {
   return taups::kExitBadFlags;
 }
 
+// The TLS and auth flags, each named file checked (errors name the flag).
+absl::StatusOr<taups::ServerSecurity> SecurityFromFlags() {
+  taups::ServerSecurity security;
+  security.cert_file = absl::GetFlag(FLAGS_tls_cert);
+  security.key_file = absl::GetFlag(FLAGS_tls_key);
+  security.client_ca_file = absl::GetFlag(FLAGS_tls_ca);
+  security.require_client_cert = absl::GetFlag(FLAGS_tls_require_client_cert);
+  for (const auto& [flag, path] :
+       {std::pair<const char*, std::string>{"--tls_cert", security.cert_file},
+        {"--tls_key", security.key_file},
+        {"--tls_ca", security.client_ca_file},
+        {"--auth_file", absl::GetFlag(FLAGS_auth_file)}}) {
+    if (path.empty()) continue;
+    if (absl::Status s = taups::CheckReadableFile(flag, path); !s.ok()) return s;
+  }
+  if (security.cert_file.empty() != security.key_file.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  if (!security.client_ca_file.empty() && security.cert_file.empty()) {
+    return absl::InvalidArgumentError("--tls_ca needs --tls_cert");
+  }
+  if (security.require_client_cert && security.client_ca_file.empty()) {
+    return absl::InvalidArgumentError("--tls_require_client_cert needs --tls_ca");
+  }
+  return security;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -178,10 +222,16 @@ int main(int argc, char** argv) {
   }
 
   taups::ShardServerOptions options;
+  absl::StatusOr<taups::ServerSecurity> security = SecurityFromFlags();
+  if (!security.ok()) return FailFlags(security.status());
+  options.security = *security;
+  options.auth_file = absl::GetFlag(FLAGS_auth_file);
+  options.allow_insecure_remote = absl::GetFlag(FLAGS_insecure);
+  std::string host = absl::GetFlag(FLAGS_host);
+  if (host.empty()) host = options.security.tls() ? "0.0.0.0" : "127.0.0.1";
   options.shard_index = absl::GetFlag(FLAGS_shard_index);
   options.num_shards = absl::GetFlag(FLAGS_num_shards);
-  options.listen_address =
-      absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_port));
+  options.listen_address = absl::StrCat(host, ":", absl::GetFlag(FLAGS_port));
   if (!absl::GetFlag(FLAGS_cluster_file).empty()) {
     auto shards = taups::ReadClusterFile(absl::GetFlag(FLAGS_cluster_file));
     if (!shards.ok()) return Fail(shards.status());
@@ -193,8 +243,7 @@ int main(int argc, char** argv) {
     }
     auto port = taups::PortOf((*shards)[options.shard_index]);
     if (!port.ok()) return Fail(port.status());
-    options.listen_address =
-        absl::StrCat(absl::GetFlag(FLAGS_host), ":", *port);
+    options.listen_address = absl::StrCat(host, ":", *port);
   }
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) * (1 << 20);
   options.stats_interval = absl::Seconds(absl::GetFlag(FLAGS_stats_interval_s));
@@ -215,6 +264,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   // Under systemd (Type=notify): STATUS= while restoring, READY=1 once
@@ -248,7 +298,16 @@ int main(int argc, char** argv) {
 
   std::thread watcher([&signals, &systemd, s = server->get()] {
     int signal_number = 0;
-    sigwait(&signals, &signal_number);
+    // SIGHUP rereads the auth file; SIGINT or SIGTERM stops the shard.
+    while (sigwait(&signals, &signal_number) == 0 && signal_number == SIGHUP) {
+      const absl::Status reloaded = s->ReloadAuth();
+      if (reloaded.ok()) {
+        spdlog::info("SIGHUP: auth file reloaded");
+      } else {
+        spdlog::error("SIGHUP: {}; the principals loaded before stay",
+                      std::string(reloaded.message()));
+      }
+    }
     spdlog::info("received signal {}, shutting down", signal_number);
     systemd.Send("STOPPING=1\nSTATUS=stopping: last checkpoint, then exit");
     s->Shutdown();

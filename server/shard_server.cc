@@ -17,6 +17,7 @@
 #include "common/log_rate_limiter.h"
 #include "common/shard_map.h"
 #include "server/cluster_file.h"
+#include "server/grpc_auth.h"
 #include "server/grpc_health.h"
 #include "server/grpc_service.h"
 #include "server/listen_check.h"
@@ -25,6 +26,7 @@
 #include "common/metrics_http.h"
 #include "server/parameter_store.h"
 #include "server/shard_metrics.h"
+#include "proto/grpc_credentials.h"
 #include "spdlog/spdlog.h"
 
 namespace taups {
@@ -36,6 +38,18 @@ absl::Status ShardServerOptions::Validate() const {
   }
   if (listen_address.empty()) {
     return absl::InvalidArgumentError("listen address is empty");
+  }
+  if (absl::Status s = security.Validate(); !s.ok()) return s;
+  const bool loopback = IsLoopbackHost(HostOf(listen_address));
+  if (!security.tls() && !loopback && !allow_insecure_remote) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "without TLS a shard listens on loopback only, not ", listen_address,
+        " (give a TLS certificate, or allow plaintext with --insecure)"));
+  }
+  if (!auth_file.empty() && !security.tls() && !loopback) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tokens without TLS are checked over local credentials, which serve "
+        "loopback only, not ", listen_address, " (give a TLS certificate)"));
   }
   if (default_lease <= absl::ZeroDuration() ||
       tick_interval <= absl::ZeroDuration()) {
@@ -60,6 +74,7 @@ struct ShardServer::State {
   uint64_t incarnation = 0;
   int port = 0;
   std::unique_ptr<ParameterStore> store;
+  std::unique_ptr<AuthGate> auth;  // null: no authentication
   std::unique_ptr<ShardCheckpointer> checkpointer;  // null: no checkpoint dir
   std::unique_ptr<ParameterServerService> service;
   MetricsRegistry metrics;
@@ -162,6 +177,30 @@ absl::Status RestoreOrStartEmpty(const ShardServerOptions& options,
   return absl::OkStatus();
 }
 
+// One line saying how the port is protected; a loud one when it is not.
+void LogTransport(const ShardServerOptions& options,
+                  const ServerSecurity& security, const AuthGate* auth) {
+  const std::string principals =
+      auth == nullptr
+          ? std::string("no authentication")
+          : absl::StrCat(auth->principals()->principals(),
+                         " principals from ", options.auth_file);
+  if (security.tls()) {
+    spdlog::info("transport: TLS{}; {}",
+                 security.require_client_cert ? " requiring client certificates"
+                 : security.client_ca_file.empty() ? ""
+                                                   : " with optional client certificates",
+                 principals);
+  } else if (!IsLoopbackHost(HostOf(options.listen_address))) {
+    spdlog::warn("transport: INSECURE plaintext on {} with no authentication "
+                 "(--insecure): anyone who reaches this port may read and "
+                 "change every table", options.listen_address);
+  } else {
+    spdlog::info("transport: {} on loopback; {}",
+                 security.local ? "local credentials" : "plaintext", principals);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
@@ -175,8 +214,20 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
   state->store = std::make_unique<ParameterStore>(
       options.shard_index, options.num_shards, RealClock::Get(),
       options.default_lease, options.limits);
+  ServerSecurity security = options.security;
+  if (!options.auth_file.empty()) {
+    absl::StatusOr<std::unique_ptr<AuthGate>> auth =
+        AuthGate::Open(options.auth_file);
+    if (!auth.ok()) return auth.status();
+    state->auth = std::move(*auth);
+    security.local = !security.tls();  // gRPC checks tokens on secure ports only
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(security);
+  if (!credentials.ok()) return credentials.status();
+  if (state->auth) (*credentials)->SetAuthMetadataProcessor(state->auth->Processor());
   state->service = std::make_unique<ParameterServerService>(
-      state->store.get(), state->incarnation);
+      state->store.get(), state->incarnation, state->auth.get());
   State* s = state.get();
   if (options.metrics_port >= 0) {
     // Up before the restore, so probes see "not ready" while it runs.
@@ -210,8 +261,7 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
   // port that one already listens on (and the kernel split the calls
   // between them). A port in use must be an error instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(options.listen_address,
-                           grpc::InsecureServerCredentials(), &state->port);
+  builder.AddListeningPort(options.listen_address, *credentials, &state->port);
   builder.RegisterService(state->service.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
@@ -230,6 +280,7 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
   spdlog::info("shard {}/{} serving on port {} (incarnation {:016x})",
                options.shard_index, options.num_shards, state->port,
                state->incarnation);
+  LogTransport(options, security, state->auth.get());
   if (options.stats_interval > absl::ZeroDuration()) {
     spdlog::info("stats lines every {} per table that changed",
                  absl::FormatDuration(options.stats_interval));
@@ -274,6 +325,13 @@ ShardServer::~ShardServer() {
 int ShardServer::port() const { return state_->port; }
 int ShardServer::metrics_port() const {
   return state_->metrics_server ? state_->metrics_server->port() : -1;
+}
+
+absl::Status ShardServer::ReloadAuth() {
+  if (!state_->auth) {
+    return absl::FailedPreconditionError("this shard has no auth file");
+  }
+  return state_->auth->Reload();
 }
 
 absl::Status ShardServer::Checkpoint() {

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/transport_security.h"
 #include "server/limits.h"
 #include "server/shard_checkpointer.h"
 
@@ -24,8 +25,18 @@ namespace taups {
 struct ShardServerOptions {
   uint32_t shard_index = 0;
   uint32_t num_shards = 1;
-  // Address to bind, "host:port"; port 0 picks a free port.
-  std::string listen_address = "0.0.0.0:7000";
+  // Address to bind, "host:port"; port 0 picks a free port. Without TLS it
+  // must be a loopback address unless allow_insecure_remote.
+  std::string listen_address = "127.0.0.1:7000";
+  // TLS / mutual TLS of the port (common/transport_security.h). Without a
+  // certificate the port is plaintext (local credentials with auth_file).
+  ServerSecurity security;
+  // Principals and their roles (server/principals.h); empty: no
+  // authentication, every caller may call everything. Without TLS it
+  // needs a loopback listen address (gRPC local credentials).
+  std::string auth_file;
+  // Serve plaintext on a non-loopback address (ps_server --insecure).
+  bool allow_insecure_remote = false;
   // Largest request/response accepted or sent, in bytes.
   int max_message_bytes = 256 << 20;
   // One stats line per table every interval; zero disables.
@@ -67,6 +78,9 @@ class ShardServer {
   int port() const;
   int metrics_port() const;  // -1 when not serving metrics
   uint64_t incarnation() const;
+  // Reads auth_file again (SIGHUP): the new principals apply to the next
+  // calls; on error the old ones stay. FAILED_PRECONDITION without one.
+  absl::Status ReloadAuth();
   // Takes a checkpoint now (FAILED_PRECONDITION without a checkpoint dir).
   absl::Status Checkpoint();
   // Blocks until Shutdown() has completed.

@@ -1,4 +1,5 @@
 #include "absl/strings/str_cat.h"
+#include "common/transport_security.h"
 #include "taups/client.h"
 
 namespace taups {
@@ -29,6 +30,18 @@ absl::Status ClientOptions::Validate() const {
   }
   if (channels_per_shard < 1 || channels_per_shard > 64) {
     return absl::InvalidArgumentError("channels_per_shard must be in 1..64");
+  }
+  const ChannelSecurity security{tls_ca_file, tls_cert_file, tls_key_file,
+                                 tls_server_name, auth_token};
+  if (absl::Status s = security.Validate("ClientOptions.tls_"); !s.ok()) return s;
+  if (!security.tls() && !auth_token.empty()) {
+    for (const std::string& server : servers) {
+      if (!IsLoopbackHost(HostOf(server))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "ClientOptions.auth_token without tls_ca_file is only sent to "
+            "loopback shards, not ", server));
+      }
+    }
   }
   return absl::OkStatus();
 }

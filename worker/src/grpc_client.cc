@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_lifetime.h"
 #include "common/status_macros.h"
+#include "proto/grpc_credentials.h"
 #include "worker/src/client_core.h"
 #include "worker/src/grpc_transport.h"
 
@@ -14,15 +15,19 @@ namespace {
 
 constexpr int kMaxMessageBytes = 256 << 20;
 
-std::shared_ptr<grpc::Channel> OpenChannel(const std::string& address) {
+absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenShardChannel(
+    const std::string& address, const ClientOptions& options) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
   // Each channel gets its own connection; otherwise channels with equal
   // arguments share one and concurrent slices queue behind each other.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
+  return OpenChannel(address,
+                     ChannelSecurity{options.tls_ca_file, options.tls_cert_file,
+                                     options.tls_key_file, options.tls_server_name,
+                                     options.auth_token},
+                     args);
 }
 
 }  // namespace
@@ -36,7 +41,8 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   for (const std::string& address : options.servers) {
     std::vector<std::unique_ptr<GrpcTransport::Stub>> stubs;
     for (int c = 0; c < options.channels_per_shard; ++c) {
-      std::shared_ptr<grpc::Channel> channel = OpenChannel(address);
+      ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                       OpenShardChannel(address, options));
       if (!channel->WaitForConnected(absl::ToChronoTime(deadline))) {
         return absl::UnavailableError(absl::StrCat(
             "shard at ", address, " did not answer within ",

@@ -16,6 +16,7 @@
 #include "common/status_macros.h"
 #include "taups/client.h"
 #include "worker/tools/policy_flags.h"
+#include "worker/tools/transport_flags.h"
 
 ABSL_FLAG(std::string, servers, "",
           "Comma-separated host:port of every shard, in shard order");
@@ -40,6 +41,7 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectAdmin() {
   options.register_worker = false;  // an observer, not a worker
   options.worker_id = UINT32_MAX;
   options.connect_timeout = absl::Seconds(5);
+  RETURN_IF_ERROR(ApplyTransportFlags(options));
   return Client::Connect(options);
 }
 

@@ -32,6 +32,7 @@
 #include "worker/trainer/trainer_options.h"
 #include "worker/tools/compression_flags.h"
 #include "worker/tools/policy_flags.h"
+#include "worker/tools/transport_flags.h"
 
 ABSL_FLAG(double, retry_budget_s, 60,
           "Seconds a call keeps retrying while a shard is unreachable, so the "
@@ -247,6 +248,7 @@ absl::Status Run() {
   }
   client_options.worker_id = options.worker_id;
   client_options.retry_budget = absl::Seconds(absl::GetFlag(FLAGS_retry_budget_s));
+  RETURN_IF_ERROR(ApplyTransportFlags(client_options));
   ASSIGN_OR_RETURN(std::unique_ptr<Client> client,
                    Client::Connect(client_options));
 

@@ -86,6 +86,19 @@ struct ClientOptions {
   bool register_worker = true;
   // Lease asked for; zero = the server's default (ps_server --lease_s).
   absl::Duration lease = absl::ZeroDuration();
+  // Transport security (docs/SECURITY.md). A PEM CA bundle the shards'
+  // certificates are checked against turns TLS on; a client certificate
+  // and key (both or neither) make it mutual TLS; tls_server_name is the
+  // name the shards' certificates carry when it is not the host dialled.
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_server_name;
+  // Bearer token of this client's principal, sent with every call (the
+  // shard's auth file gives it a role and, for workers, its worker ids).
+  // Without TLS it only goes to loopback shards, over gRPC local
+  // credentials. Keep it out of logs and command lines.
+  std::string auth_token;
 
   absl::Status Validate() const;
 };
