@@ -37,7 +37,8 @@ absl::Status ServerLimits::Validate() const {
   };
   const Check checks[] = {
       {"max_table_bytes", max_table_bytes, uint64_t{1} << 20, kMaxMb << 20},
-      {"max_shard_bytes", max_shard_bytes, uint64_t{1} << 20, kMaxMb << 20},
+      {"memory_budget_bytes", memory_budget_bytes, uint64_t{1} << 20,
+       kMaxMb << 20},
       {"default_sparse_rows", default_sparse_rows, kMinSparseRows,
        kMaxSparseRows},
       {"max_tables", max_tables, 1, kMaxTables},
@@ -47,17 +48,20 @@ absl::Status ServerLimits::Validate() const {
       {"max_name_length", max_name_length, 1, kMaxTableNameLength},
       {"max_staged_bytes", max_staged_bytes, uint64_t{1} << 20, kMaxMb << 20},
       {"max_workers", max_workers, 1, kMaxWorkers},
+      {"max_workers_per_table", max_workers_per_table, 1, kMaxWorkers},
+      {"max_waiting_per_worker", max_waiting_per_worker, 1, kMaxWaitingCalls},
+      {"max_waiting_calls", max_waiting_calls, 1, kMaxWaitingCalls},
   };
   for (const Check& c : checks) {
     if (c.value < c.min || c.value > c.max) {
       return OutOfRange(c.what, c.value, c.min, c.max);
     }
   }
-  if (max_table_bytes > max_shard_bytes) {
+  if (max_table_bytes > memory_budget_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the per-table limit (", Mb(max_table_bytes),
-        " MiB, --max_table_mb) is above the shard's (", Mb(max_shard_bytes),
-        " MiB, --max_shard_mb)"));
+        " MiB, --max_table_mb) is above the shard's memory budget (",
+        Mb(memory_budget_bytes), " MiB, --memory_budget_mb)"));
   }
   return absl::OkStatus();
 }
@@ -72,7 +76,7 @@ TableConfig WithShardBounds(const TableConfig& config,
   const uint64_t row_bytes = SparseTable::RowFootprintBytes(config);
   // What the per-table limit buys, in whole stripes of rows (at least one
   // row a stripe: a table that cannot have that is refused by its cost).
-  const uint64_t fixed = SparseFixedBytes(config);
+  const uint64_t fixed = SparseFixedBytes(config) + ServerLimits::kTableFixedBytes;
   const uint64_t affordable =
       limits.max_table_bytes > fixed ? (limits.max_table_bytes - fixed) / row_bytes
                                      : 0;
@@ -91,7 +95,8 @@ absl::StatusOr<TableCost> CostOf(const TableConfig& config,
   if (config.kind == TableKind::kDense) {
     cost.elements = dense_elements;
     // At most 2^34 elements (Validate) times at most 4 floats: no overflow.
-    cost.bytes = 4 * dense_elements * (1 + cost.state_floats);
+    cost.bytes = 4 * dense_elements * (1 + cost.state_floats) +
+                 ServerLimits::kTableFixedBytes;
     return cost;
   }
   absl::StatusOr<uint64_t> rows = SparseTable::RowLimit(config);
@@ -99,7 +104,7 @@ absl::StatusOr<TableCost> CostOf(const TableConfig& config,
   cost.rows = *rows;
   cost.elements = *rows;
   cost.row_bytes = SparseTable::RowFootprintBytes(config);
-  const uint64_t fixed = SparseFixedBytes(config);
+  const uint64_t fixed = SparseFixedBytes(config) + ServerLimits::kTableFixedBytes;
   // rows <= 2^64 / row_bytes is not guaranteed for a huge max_rows:
   // saturate instead of wrapping.
   if (cost.rows > (UINT64_MAX - fixed) / cost.row_bytes) {
@@ -110,42 +115,72 @@ absl::StatusOr<TableCost> CostOf(const TableConfig& config,
   return cost;
 }
 
+namespace {
+
+// "1,234 rows of 96 bytes: dim 8 + 1 state floats each with adagrad"
+std::string CostDetail(const TableConfig& config, const TableCost& cost) {
+  if (config.kind == TableKind::kDense) {
+    return absl::StrCat(WithThousands(cost.elements), " floats + ",
+                        cost.state_floats, " state floats each with ",
+                        OptimizerKindName(config.optimizer.kind));
+  }
+  return absl::StrCat(WithThousands(cost.rows), " rows of ",
+                      WithThousands(cost.row_bytes), " bytes: dim ", config.dim,
+                      " + ", cost.state_floats, " state floats each with ",
+                      OptimizerKindName(config.optimizer.kind));
+}
+
+}  // namespace
+
 absl::Status CheckTableFits(const TableConfig& config, const TableCost& cost,
-                            uint64_t reserved, uint64_t tables,
-                            const ServerLimits& limits) {
+                            uint64_t tables, const ServerLimits& limits) {
   if (tables >= limits.max_tables) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "table ", QuotedName(config.name), " would be table ", tables + 1,
         " on this shard, which allows ", limits.max_tables,
         " tables (--max_tables)"));
   }
-  std::string what;
-  if (config.kind == TableKind::kDense) {
-    what = absl::StrCat(WithThousands(cost.elements), " floats + ",
-                        cost.state_floats, " state floats each with ",
-                        OptimizerKindName(config.optimizer.kind));
-  } else {
-    what = absl::StrCat(WithThousands(cost.rows), " rows of ",
-                        WithThousands(cost.row_bytes), " bytes: dim ",
-                        config.dim, " + ", cost.state_floats,
-                        " state floats each with ",
-                        OptimizerKindName(config.optimizer.kind));
-  }
   if (cost.bytes > limits.max_table_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "table ", QuotedName(config.name), " needs ", HumanBytes(cost.bytes),
-        " on this shard (", what, "); this shard allows ",
+        " on this shard (", CostDetail(config, cost), "); this shard allows ",
         HumanBytes(limits.max_table_bytes), " per table (--max_table_mb)"));
   }
-  if (reserved > limits.max_shard_bytes ||
-      cost.bytes > limits.max_shard_bytes - reserved) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "table ", QuotedName(config.name), " needs ", HumanBytes(cost.bytes),
-        " on this shard (", what, "); the shard's ", tables,
-        " tables hold ", HumanBytes(reserved), " of its ",
-        HumanBytes(limits.max_shard_bytes), " (--max_shard_mb)"));
-  }
   return absl::OkStatus();
+}
+
+absl::Status TableOverBudget(const TableConfig& config, const TableCost& cost,
+                             uint64_t budget, uint64_t in_use,
+                             uint64_t table_bytes, uint64_t tables,
+                             uint64_t worker_state_bytes) {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "table ", QuotedName(config.name), " needs ", HumanBytes(cost.bytes),
+      " on this shard (", CostDetail(config, cost), "); memory budget ",
+      HumanBytes(budget), ", ", HumanBytes(in_use), " in use (",
+      HumanBytes(table_bytes), " by ", tables, tables == 1 ? " table" : " tables",
+      ", ", HumanBytes(worker_state_bytes),
+      " by per-worker state) (--memory_budget_mb; DropTable frees a table)"));
+}
+
+uint64_t DefaultMemoryBudget() {
+  constexpr uint64_t kCeiling = uint64_t{16} << 30;
+  constexpr uint64_t kFloor = uint64_t{64} << 20;
+  uint64_t usable = 0;
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    unsigned long long kib = 0;
+    if (std::fscanf(f, "MemTotal: %llu kB", &kib) == 1) usable = kib << 10;
+    std::fclose(f);
+  }
+  // cgroup v2 ("max" when unlimited, which fscanf does not read).
+  if (std::FILE* f = std::fopen("/sys/fs/cgroup/memory.max", "r")) {
+    unsigned long long bytes = 0;
+    if (std::fscanf(f, "%llu", &bytes) == 1 && bytes > 0) {
+      usable = usable == 0 ? bytes : std::min<uint64_t>(usable, bytes);
+    }
+    std::fclose(f);
+  }
+  if (usable == 0) return kCeiling;
+  return std::clamp<uint64_t>(usable / 4 * 3 >> 20 << 20, kFloor, kCeiling);
 }
 
 absl::Status CheckNameLength(absl::string_view name,
@@ -178,6 +213,16 @@ absl::Status CheckPullBytes(absl::string_view table, uint64_t floats,
       extra > 0 ? absl::StrCat(" + ", WithThousands(extra), " bytes") : "",
       "); this shard answers at most ", HumanBytes(limits.max_pull_bytes),
       " per pull (--max_pull_mb)"));
+}
+
+absl::Status CheckTableWorkers(absl::string_view table, uint32_t worker,
+                               uint64_t workers, const ServerLimits& limits) {
+  if (workers < limits.max_workers_per_table) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "table ", QuotedName(table), " already holds state for ",
+      WithThousands(workers), " workers on this shard, the most it allows",
+      " (--max_workers_per_table = ", WithThousands(limits.max_workers_per_table),
+      "); worker ", worker, " is refused; DropTable frees them"));
 }
 
 absl::Status CheckWorkerId(uint32_t worker, const ServerLimits& limits) {

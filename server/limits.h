@@ -4,7 +4,9 @@
 //
 //   what is bounded                         limit (flag of ps_server)
 //   one table's part on this shard          max_table_bytes   (--max_table_mb)
-//   every table's part together             max_shard_bytes   (--max_shard_mb)
+//   everything charged to the shard's       memory_budget_bytes
+//     MemoryBudget: every table's part, and           (--memory_budget_mb)
+//     per-worker state (memory_budget.h)
 //   rows of a sparse table with no bound    default_sparse_rows
 //                                                   (--sparse_default_max_rows)
 //   tables on this shard                    max_tables        (--max_tables)
@@ -15,6 +17,11 @@
 //   characters of a table name              max_name_length   (--max_table_name_length)
 //   worker ids a request may carry          max_workers       (--max_workers)
 //     (each id seen gets a lease and per-table statistics)
+//   distinct workers with state in one      max_workers_per_table
+//     table part (pulled or pushed it)                (--max_workers_per_table)
+//   pulls waiting for their policy at once  max_waiting_per_worker
+//     per worker id, and in all              max_waiting_calls
+//                                   (--max_waiting_per_worker, --max_waiting_calls)
 //   slices of unfinished multi-slice pushes max_staged_bytes  (--max_staged_mb)
 //     held by one table part (PartitionLimits; the shard's worst case is
 //     max_tables x this, held only until the push completes or times out)
@@ -23,15 +30,23 @@
 //   dense:  4 × elements × (1 + optimizer state floats per parameter)
 //   sparse: row limit × SparseTable::RowFootprintBytes(config), plus the
 //           stripes' fixed bytes (and admission sketches when admission is on)
+//   both:   + kTableFixedBytes (the partition, its policy and directory entry)
 // (state floats: sgd 0, adagrad 1, momentum 1, ftrl 2, adam 3). The cost is
-// reserved when the table is created, so the sum of every table's cost never
-// passes max_shard_bytes. A sparse table created with neither sparse_max_rows
-// nor sparse_max_bytes is not unbounded here: it gets the row limit
-// default_sparse_rows, lowered to what max_table_bytes buys, and evicts
-// (sparse_eviction) beyond it like any bounded table; its config as the shard
-// reports it carries that limit in sparse_max_rows. Delay-compensation copies
-// (one range per pulling worker) and the slices of pushes staged until their
-// last slice (max_staged_bytes) are not counted in a table's cost.
+// charged to the budget when the table is created and given back by
+// DropTable. A sparse table's rows are charged up front at its row limit, so
+// row growth never needs more budget: at the limit a table evicts
+// (sparse_eviction lru/lfu) or, with sparse_eviction none, refuses new rows
+// (counted in sparse_refused) — the budget itself is never passed by growth.
+// A sparse table created with neither sparse_max_rows nor sparse_max_bytes
+// is not unbounded here: it gets the row limit default_sparse_rows, lowered
+// to what max_table_bytes buys, and evicts beyond it like any bounded table;
+// its config as the shard reports it carries that limit in sparse_max_rows.
+// Each worker that first pulls or pushes a table part is charged
+// kWorkerSeatBytes, plus, while the table uses delay compensation, a copy of
+// the shard's dense range (4 bytes per element) — refused past the budget or
+// past max_workers_per_table. The slices of pushes staged until their last
+// slice (max_staged_bytes) and the dedup windows (DedupWindow's bounds) are
+// bounded by their own limits, not charged to the budget.
 //
 // A size over one of these limits is refused with RESOURCE_EXHAUSTED; a
 // malformed request (a size the table cannot hold at all) with
@@ -63,9 +78,19 @@ struct ServerLimits {
   static constexpr uint64_t kMaxPullMb = 2047;
   static constexpr uint64_t kMaxBlockValues = uint64_t{1} << 30;
   static constexpr uint64_t kMaxWorkers = uint64_t{1} << 20;
+  static constexpr uint64_t kMaxWaitingCalls = uint64_t{1} << 20;
+  // Measured, not guessed (budget_store_test "[.measure]" prints them:
+  // resident bytes of 2,000 empty tables and of 20,000 workers' first pull
+  // and push of one table): a dense table of 8 floats took 46.3 KB (its
+  // partition, policy, dedup window and directory entry), an empty sparse
+  // table 132.5 KB (counted as its stripes' 128 KiB + this), a worker
+  // 20.8 KB (its clock, statistics and dedup entries); rounded up.
+  static constexpr uint64_t kTableFixedBytes = 48 << 10;
+  static constexpr uint64_t kWorkerSeatBytes = 24 << 10;
 
   uint64_t max_table_bytes = uint64_t{2} << 30;   // 2 GiB
-  uint64_t max_shard_bytes = uint64_t{16} << 30;  // 16 GiB
+  // ps_server's default is DefaultMemoryBudget(); 16 GiB here.
+  uint64_t memory_budget_bytes = uint64_t{16} << 30;
   uint64_t default_sparse_rows = uint64_t{1} << 22;  // 4,194,304 rows
   uint64_t max_tables = 1024;
   uint64_t max_keys_per_request = uint64_t{1} << 22;
@@ -74,6 +99,9 @@ struct ServerLimits {
   uint64_t max_name_length = kMaxTableNameLength;   // 128
   uint64_t max_staged_bytes = uint64_t{1} << 30;    // 1 GiB
   uint64_t max_workers = 65536;  // worker ids [0, max_workers), as ps_worker
+  uint64_t max_workers_per_table = 1024;
+  uint64_t max_waiting_per_worker = 16;
+  uint64_t max_waiting_calls = 256;
 
   // INVALID_ARGUMENT naming the first limit outside its range (or a table
   // limit above the shard's).
@@ -101,11 +129,21 @@ absl::StatusOr<TableCost> CostOf(const TableConfig& config,
                                  uint64_t dense_elements);
 
 // RESOURCE_EXHAUSTED when a table of `cost` does not fit the per-table
-// limit, or does not fit beside `reserved` bytes of the shard's other
-// tables, or when `tables` already reach max_tables.
+// limit, or when `tables` already reach max_tables.
 absl::Status CheckTableFits(const TableConfig& config, const TableCost& cost,
-                            uint64_t reserved, uint64_t tables,
-                            const ServerLimits& limits);
+                            uint64_t tables, const ServerLimits& limits);
+// The RESOURCE_EXHAUSTED for a table of `cost` that the budget refused:
+// what it needs, the budget, and what is in use by whom.
+absl::Status TableOverBudget(const TableConfig& config, const TableCost& cost,
+                             uint64_t budget, uint64_t in_use,
+                             uint64_t table_bytes, uint64_t tables,
+                             uint64_t worker_state_bytes);
+
+// The budget ps_server gets without --memory_budget_mb: three quarters of
+// the memory this process may use (the smaller of MemTotal and the cgroup's
+// memory.max), at most 16 GiB, at least 64 MiB; 16 GiB if neither is
+// readable.
+uint64_t DefaultMemoryBudget();
 // RESOURCE_EXHAUSTED for a name longer than max_name_length.
 absl::Status CheckNameLength(absl::string_view name, const ServerLimits& limits);
 // RESOURCE_EXHAUSTED for more than max_keys_per_request keys.
@@ -116,6 +154,11 @@ absl::Status CheckKeyCount(absl::string_view table, uint64_t keys,
 // scratch holds the same floats, so this bounds it too.
 absl::Status CheckPullBytes(absl::string_view table, uint64_t floats,
                             uint64_t extra, const ServerLimits& limits);
+
+// RESOURCE_EXHAUSTED for a worker that would be the (workers + 1)-th with
+// state in `table`, past max_workers_per_table.
+absl::Status CheckTableWorkers(absl::string_view table, uint32_t worker,
+                               uint64_t workers, const ServerLimits& limits);
 
 // RESOURCE_EXHAUSTED for a worker id >= max_workers.
 absl::Status CheckWorkerId(uint32_t worker, const ServerLimits& limits);

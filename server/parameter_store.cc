@@ -20,11 +20,26 @@ ParameterStore::ParameterStore(uint32_t shard_index, uint32_t num_shards,
       ownership_(OwnershipMap::Initial(num_shards)),
       clock_(clock),
       limits_(limits),
-      membership_(clock, default_lease) {}
+      membership_(clock, default_lease),
+      budget_(limits.memory_budget_bytes),
+      waiting_(limits.max_waiting_per_worker, limits.max_waiting_calls) {}
 
 uint64_t ParameterStore::reserved_bytes() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return reserved_bytes_;
+  return budget_.used(BudgetUse::kTables);
+}
+
+ResourceStats ParameterStore::Resources() const {
+  ResourceStats r;
+  r.budget_bytes = budget_.limit();
+  r.table_bytes = budget_.used(BudgetUse::kTables);
+  r.worker_state_bytes = budget_.used(BudgetUse::kWorkerState);
+  r.budget_refusals = budget_.refusals();
+  const WaitingCalls::Counts waiting = waiting_.counts();
+  r.waiting_calls = waiting.waiting;
+  r.waiting_refused_per_worker = waiting.refused_per_worker;
+  r.waiting_refused_total = waiting.refused_total;
+  r.tables_dropped = tables_dropped_.load();
+  return r;
 }
 
 absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& requested,
@@ -57,10 +72,17 @@ absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& request
     }
     // Checked before the table's storage is allocated, under the lock that
     // keeps two creations from both taking the budget's last bytes.
-    RETURN_IF_ERROR(
-        CheckTableFits(config, cost, reserved_bytes_, tables_.size(), limits_));
+    RETURN_IF_ERROR(CheckTableFits(config, cost, tables_.size(), limits_));
+    Reservation reservation(&budget_, BudgetUse::kTables, cost.bytes);
+    if (!reservation.ok()) {
+      return TableOverBudget(config, cost, budget_.limit(), budget_.used(),
+                             budget_.used(BudgetUse::kTables), tables_.size(),
+                             budget_.used(BudgetUse::kWorkerState));
+    }
     entry = std::make_shared<Entry>();
-    entry->reserved_bytes = cost.bytes;
+    entry->reservation = std::move(reservation);
+    entry->workers =
+        std::make_unique<TableWorkers>(config.name, &budget_, limits_);
     std::unique_ptr<Table> table;
     if (config.kind == TableKind::kDense) {
       auto dense = std::make_unique<DenseTable>(config, range);
@@ -77,11 +99,30 @@ absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& request
                                                    partition_limits);
     entry->partition->SetLiveWorkers(membership_.LiveWorkers(),
                                      membership_.ever_registered());
-    reserved_bytes_ += cost.bytes;
     tables_.emplace(config.name, entry);
   }
   *created = true;
   return InfoOf(*entry);
+}
+
+absl::StatusOr<uint64_t> ParameterStore::DropTable(absl::string_view name) {
+  std::shared_ptr<Entry> entry;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = tables_.find(name);
+    if (it == tables_.end()) {
+      return absl::NotFoundError(absl::StrCat("no table ", QuotedName(name),
+                                              " on shard ", shard_index_));
+    }
+    entry = std::move(it->second);
+    tables_.erase(it);
+    // Given back under mu_, so a CreateTable that finds the name free also
+    // finds its bytes free.
+    const uint64_t freed = entry->reservation.bytes() + entry->workers->Close();
+    entry->reservation.Release();
+    tables_dropped_.fetch_add(1);
+    return freed;
+  }
 }
 
 absl::StatusOr<TableInfo> ParameterStore::GetTable(absl::string_view name) const {
@@ -136,7 +177,8 @@ TableInfo ParameterStore::InfoOf(const Entry& entry) const {
     info.sparse_bytes = c.bytes;
     info.sparse_row_limit = entry.sparse->row_limit();
   }
-  info.reserved_bytes = entry.reserved_bytes;
+  info.reserved_bytes = entry.reservation.bytes();
+  info.workers = entry.workers->workers();
   return info;
 }
 
@@ -255,6 +297,21 @@ absl::StatusOr<std::shared_ptr<Partition>> ParameterStore::PartitionOf(
   return entry->partition;
 }
 
+absl::Status ParameterStore::Admit(Entry& entry, uint32_t worker,
+                                   uint64_t copy_bytes) {
+  return entry.workers->Admit(worker, copy_bytes);
+}
+
+absl::StatusOr<PartitionRead> ParameterStore::ReadEntry(
+    Entry& entry, const PullContext& ctx, absl::FunctionRef<void()> read) {
+  WaitingCalls::Seat seat;
+  if (ctx.deadline > clock_->Now() &&
+      !entry.partition->PullReady(ctx.worker, ctx.clock)) {
+    ASSIGN_OR_RETURN(seat, waiting_.Enter(ctx.worker, entry.partition->config().name));
+  }
+  return entry.partition->Read(ctx.worker, ctx.clock, ctx.deadline, read);
+}
+
 absl::Status ParameterStore::CheckSparseKeys(const SparseTable& table,
                                              absl::Span<const uint64_t> keys,
                                              bool require_unique) const {
@@ -345,8 +402,14 @@ absl::StatusOr<PullResult> ParameterStore::PullDense(absl::string_view table,
                    FindKind(table, TableKind::kDense));
   RETURN_IF_ERROR(CheckDenseRange(*entry->dense, offset, out.size(), shard_index_));
   RETURN_IF_ERROR(CheckPullBytes(table, out.size(), 0, limits_));
-  ASSIGN_OR_RETURN(PartitionRead read,
-                   entry->partition->Read(ctx.worker, ctx.clock, ctx.deadline, [&] {
+  // A pull of a delay-compensation table keeps a copy of the shard's range
+  // for its worker (DenseTable::Pull): charged before it is made.
+  const uint64_t copy_bytes =
+      entry->partition->staleness().delay_compensation
+          ? 4 * entry->dense->range().size()
+          : 0;
+  RETURN_IF_ERROR(Admit(*entry, ctx.worker, copy_bytes));
+  ASSIGN_OR_RETURN(PartitionRead read, ReadEntry(*entry, ctx, [&] {
                      entry->dense->Pull(offset, out, ctx.worker);
                    }));
   return PullResult{read.version, read.step};
@@ -361,6 +424,7 @@ absl::StatusOr<PushOutcome> ParameterStore::PushDense(
   RETURN_IF_ERROR(
       CheckDenseRange(*entry->dense, offset, gradient.size(), shard_index_));
   RETURN_IF_ERROR(CheckPushMeta(meta, entry->dense->range().size(), table));
+  RETURN_IF_ERROR(Admit(*entry, meta.origin.worker_id, 0));
   absl::StatusOr<float> max_abs = CheckFinite(table, gradient);
   if (!max_abs.ok()) {
     RefusePush(table, meta, max_abs.status());
@@ -393,8 +457,8 @@ absl::StatusOr<PullResult> ParameterStore::PullSparse(
   }
   RETURN_IF_ERROR(CheckPullBytes(table, out.size(), 8 * row_versions.size(),
                                  limits_));
-  ASSIGN_OR_RETURN(PartitionRead read,
-                   entry->partition->Read(ctx.worker, ctx.clock, ctx.deadline, [&] {
+  RETURN_IF_ERROR(Admit(*entry, ctx.worker, 0));
+  ASSIGN_OR_RETURN(PartitionRead read, ReadEntry(*entry, ctx, [&] {
                      entry->sparse->Pull(keys, out, row_versions);
                    }));
   return PullResult{read.version, read.step};
@@ -420,6 +484,7 @@ absl::StatusOr<PushOutcome> ParameterStore::PushSparse(
         " row base versions for ", keys.size(), " keys"));
   }
   ASSIGN_OR_RETURN(const float max_abs, CheckFinite(table, gradients));
+  RETURN_IF_ERROR(Admit(*entry, meta.origin.worker_id, 0));
   PushMeta whole = meta;
   whole.slices = 1;
   whole.slice_index = 0;
@@ -508,6 +573,7 @@ StoreStats ParameterStore::Stats(absl::string_view table) const {
     stats.tables.emplace_back(InfoOf(*entry), entry->partition->Stats());
     if (entry->sparse) stats.tables.back().second.row_tau = entry->sparse->row_tau();
   }
+  stats.resources = Resources();
   return stats;
 }
 

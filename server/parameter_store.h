@@ -12,6 +12,13 @@
 // partition's ordered apply path (see partition.h), so pushes are applied
 // whole, exactly once, in one order.
 //
+// Memory: every table's part and every worker's state in it are charged to
+// the shard's MemoryBudget (limits.h says what each costs) before they are
+// allocated; what does not fit is refused RESOURCE_EXHAUSTED with the
+// numbers, and nothing changes. DropTable gives a table's charges back.
+// A pull that must wait for its policy takes a WaitingCalls seat first
+// (refused past --max_waiting_per_worker / --max_waiting_calls).
+//
 // Thread-safe. The table directory is behind a reader/writer mutex taken
 // briefly to find a table; the data path then runs on the partition's locks.
 // No lock is global to the data path.
@@ -26,6 +33,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -37,10 +45,13 @@
 #include "server/dense_table.h"
 #include "server/limits.h"
 #include "server/membership.h"
+#include "server/memory_budget.h"
 #include "server/partition.h"
 #include "server/push_types.h"
 #include "server/sparse_table.h"
 #include "server/table_info.h"
+#include "server/table_workers.h"
+#include "server/waiting_calls.h"
 #include "taups/table_config.h"
 
 namespace taups {
@@ -78,12 +89,25 @@ struct Registration {
   std::map<std::string, uint64_t> start_clock;  // per table
 };
 
+// The budget and the limits counted in metrics.
+struct ResourceStats {
+  uint64_t budget_bytes = 0;
+  uint64_t table_bytes = 0;         // charged by tables
+  uint64_t worker_state_bytes = 0;  // charged by per-worker state
+  uint64_t budget_refusals = 0;     // charges the budget refused
+  uint64_t waiting_calls = 0;       // pulls waiting for their policy now
+  uint64_t waiting_refused_per_worker = 0;
+  uint64_t waiting_refused_total = 0;
+  uint64_t tables_dropped = 0;
+};
+
 struct StoreStats {
   uint32_t shard_index = 0;
   std::vector<WorkerStatus> workers;
   uint64_t lease_expirations = 0;
   uint64_t nonfinite_rejections = 0;
   std::vector<std::pair<TableInfo, TableStats>> tables;
+  ResourceStats resources;
 };
 
 class ParameterStore {
@@ -100,8 +124,10 @@ class ParameterStore {
   const OwnershipMap& ownership() const { return ownership_; }
   uint32_t num_shards() const { return num_shards_; }
   const ServerLimits& limits() const { return limits_; }
-  // Bytes the tables' parts are counted for against limits().max_shard_bytes.
+  // Bytes the tables' parts are charged to the budget for.
   uint64_t reserved_bytes() const;
+  const MemoryBudget& budget() const { return budget_; }
+  ResourceStats Resources() const;
 
   // Creates this shard's part of `config`. If the table exists with an
   // identical config and exist_ok, returns it with *created = false; with a
@@ -113,6 +139,12 @@ class ParameterStore {
   // config (GetTable, ListTables) says so in sparse_max_rows.
   absl::StatusOr<TableInfo> CreateTable(const TableConfig& config,
                                         bool exist_ok, bool* created);
+  // Admin: removes this shard's part of `name` and gives its budget back
+  // (its cost and its workers' state); returns the bytes given back.
+  // NOT_FOUND if there is no such table. Requests already inside the table
+  // finish on it; later ones, and pulls still waiting on it when they wake,
+  // see NOT_FOUND. The name may be created again at once.
+  absl::StatusOr<uint64_t> DropTable(absl::string_view name);
   absl::StatusOr<TableInfo> GetTable(absl::string_view name) const;
   // What a request needs to size its buffers: cheaper than GetTable (no
   // stripe locks, no counters).
@@ -214,7 +246,8 @@ class ParameterStore {
     std::shared_ptr<Partition> partition;
     DenseTable* dense = nullptr;
     SparseTable* sparse = nullptr;
-    uint64_t reserved_bytes = 0;  // counted against max_shard_bytes
+    Reservation reservation;  // the part's cost, on budget_
+    std::unique_ptr<TableWorkers> workers;
   };
   absl::StatusOr<std::shared_ptr<Entry>> Find(absl::string_view name) const;
   absl::StatusOr<std::shared_ptr<Entry>> FindKind(absl::string_view name,
@@ -228,6 +261,14 @@ class ParameterStore {
   // Hands one validated slice to the partition, or `refused` for it.
   absl::StatusOr<PushOutcome> PushSliceTo(Entry& entry, const PushMeta& meta,
                                           const GradientPart& part);
+  // What the pull or push of `worker` needs before it touches the entry:
+  // a seat among the table's workers (with `copy_bytes` of delay
+  // compensation for a dense pull of a DC table).
+  absl::Status Admit(Entry& entry, uint32_t worker, uint64_t copy_bytes);
+  // Reads through the partition; a pull that would wait takes a seat in
+  // waiting_ first.
+  absl::StatusOr<PartitionRead> ReadEntry(Entry& entry, const PullContext& ctx,
+                                          absl::FunctionRef<void()> read);
   absl::Status CheckSparseKeys(const SparseTable& table,
                                absl::Span<const uint64_t> keys,
                                bool require_unique) const;
@@ -240,10 +281,12 @@ class ParameterStore {
   const Clock* const clock_;
   const ServerLimits limits_;
   Membership membership_;
+  MemoryBudget budget_;
+  WaitingCalls waiting_;
+  std::atomic<uint64_t> tables_dropped_{0};
   mutable absl::Mutex mu_;
-  uint64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  // Tables are never removed while the store lives; shared_ptr lets a request
-  // keep using one without holding mu_.
+  // shared_ptr lets a request keep using a table without holding mu_, also
+  // after DropTable removed it from here.
   absl::flat_hash_map<std::string, std::shared_ptr<Entry>> tables_
       ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> nonfinite_rejections_{0};

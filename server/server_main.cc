@@ -66,8 +66,12 @@ ABSL_FLAG(double, lease_s, 10.0,
 ABSL_FLAG(uint64_t, max_table_mb, 2048,
           "Most MiB one table's part on this shard may take, optimizer state "
           "included.");
-ABSL_FLAG(uint64_t, max_shard_mb, 16384,
-          "Most MiB all tables' parts on this shard may take together.");
+ABSL_FLAG(uint64_t, memory_budget_mb, 0,
+          "Most MiB this shard's tables (values, optimizer state, sparse rows "
+          "at their row limit) and per-worker state (delay-compensation "
+          "copies) may take together. 0: three quarters of the memory this "
+          "process may use (MemTotal or the cgroup's memory.max), at most "
+          "16384; a default --max_table_mb is then lowered to it if above.");
 ABSL_FLAG(uint64_t, sparse_default_max_rows, uint64_t{1} << 22,
           "Row limit per shard of a sparse table created without a bound of "
           "its own (lowered to what --max_table_mb buys).");
@@ -84,6 +88,14 @@ ABSL_FLAG(uint64_t, max_staged_mb, 1024,
           "Most MiB of unfinished multi-slice pushes one table's part holds.");
 ABSL_FLAG(uint64_t, max_workers, 65536,
           "Worker ids this shard serves: 0 to max_workers - 1.");
+ABSL_FLAG(uint64_t, max_workers_per_table, 1024,
+          "Most distinct workers that may hold state (have pulled or pushed) "
+          "in one table's part on this shard.");
+ABSL_FLAG(uint64_t, max_waiting_per_worker, 16,
+          "Most pulls of one worker id that may wait for their policy (a sync "
+          "step, the SSP bound) at once on this shard; more are refused.");
+ABSL_FLAG(uint64_t, max_waiting_calls, 256,
+          "Most pulls that may wait for their policy at once on this shard.");
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "Directory of this shard's checkpoints (its own; created if absent). "
           "At start the newest valid one is restored; without one the shard "
@@ -127,7 +139,7 @@ constexpr taups::FlagRange kFlagRanges[] = {
     // may be as long.
     {"lease_s", 0, 3600, /*min_open=*/true},
     {"max_table_mb", 1, taups::ServerLimits::kMaxMb},
-    {"max_shard_mb", 1, taups::ServerLimits::kMaxMb},
+    {"memory_budget_mb", 0, taups::ServerLimits::kMaxMb},
     {"sparse_default_max_rows", taups::ServerLimits::kMinSparseRows,
      taups::ServerLimits::kMaxSparseRows},
     {"max_tables", 1, taups::ServerLimits::kMaxTables},
@@ -141,13 +153,25 @@ constexpr taups::FlagRange kFlagRanges[] = {
     {"checkpoint_every_versions", 0, uint64_t{1} << 48},
     {"metrics_port", -1, 65535},
     {"max_workers", 1, taups::ServerLimits::kMaxWorkers},
+    {"max_workers_per_table", 1, taups::ServerLimits::kMaxWorkers},
+    {"max_waiting_per_worker", 1, taups::ServerLimits::kMaxWaitingCalls},
+    {"max_waiting_calls", 1, taups::ServerLimits::kMaxWaitingCalls},
 };
 
 // The limits the flags ask for; the caller validates them (Start does).
 taups::ServerLimits LimitsFromFlags() {
   taups::ServerLimits limits;
   limits.max_table_bytes = absl::GetFlag(FLAGS_max_table_mb) << 20;
-  limits.max_shard_bytes = absl::GetFlag(FLAGS_max_shard_mb) << 20;
+  limits.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_mb) << 20;
+  if (limits.memory_budget_bytes == 0) {
+    limits.memory_budget_bytes = taups::DefaultMemoryBudget();
+    // Only the default per-table limit follows a small machine's budget; one
+    // given explicitly above it is refused by Validate.
+    if (absl::GetFlag(FLAGS_max_table_mb) == 2048) {
+      limits.max_table_bytes =
+          std::min(limits.max_table_bytes, limits.memory_budget_bytes);
+    }
+  }
   limits.default_sparse_rows = absl::GetFlag(FLAGS_sparse_default_max_rows);
   limits.max_tables = absl::GetFlag(FLAGS_max_tables);
   limits.max_keys_per_request = absl::GetFlag(FLAGS_max_keys_per_request);
@@ -159,6 +183,9 @@ taups::ServerLimits LimitsFromFlags() {
   limits.max_name_length = absl::GetFlag(FLAGS_max_table_name_length);
   limits.max_staged_bytes = absl::GetFlag(FLAGS_max_staged_mb) << 20;
   limits.max_workers = absl::GetFlag(FLAGS_max_workers);
+  limits.max_workers_per_table = absl::GetFlag(FLAGS_max_workers_per_table);
+  limits.max_waiting_per_worker = absl::GetFlag(FLAGS_max_waiting_per_worker);
+  limits.max_waiting_calls = absl::GetFlag(FLAGS_max_waiting_calls);
   return limits;
 }
 
@@ -250,6 +277,10 @@ int main(int argc, char** argv) {
   options.default_lease = absl::Seconds(absl::GetFlag(FLAGS_lease_s));
   options.limits = LimitsFromFlags();
   if (absl::Status s = options.limits.Validate(); !s.ok()) return FailFlags(s);
+  spdlog::info("memory budget {} MiB{}, at most {} MiB per table",
+               options.limits.memory_budget_bytes >> 20,
+               absl::GetFlag(FLAGS_memory_budget_mb) == 0 ? " (default)" : "",
+               options.limits.max_table_bytes >> 20);
   options.checkpoints.dir = absl::GetFlag(FLAGS_checkpoint_dir);
   options.checkpoints.keep = absl::GetFlag(FLAGS_checkpoint_keep);
   options.checkpoints.interval =

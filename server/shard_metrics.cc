@@ -6,6 +6,38 @@
 
 namespace taups {
 
+namespace {
+
+void WriteResourceMetrics(const ResourceStats& r, MetricsWriter& out) {
+  out.Gauge("taups_memory_budget_bytes",
+            "The shard's memory budget (--memory_budget_mb).", {}, r.budget_bytes);
+  const char* kUsedHelp =
+      "Bytes charged to the memory budget, by use: tables (values, optimizer "
+      "state, sparse rows at their row limit) and worker_state (per-worker "
+      "bookkeeping, delay-compensation copies).";
+  out.Gauge("taups_memory_used_bytes", kUsedHelp, {{"use", "tables"}},
+            r.table_bytes);
+  out.Gauge("taups_memory_used_bytes", kUsedHelp, {{"use", "worker_state"}},
+            r.worker_state_bytes);
+  out.Counter("taups_memory_budget_refusals_total",
+              "Tables and worker state refused because the budget was full.", {},
+              r.budget_refusals);
+  out.Gauge("taups_waiting_pulls",
+            "Pulls waiting for their policy (sync step, SSP bound) now.", {},
+            r.waiting_calls);
+  const char* kWaitHelp =
+      "Pulls that would have waited, refused past --max_waiting_per_worker "
+      "(limit=per_worker) or --max_waiting_calls (limit=total).";
+  out.Counter("taups_waiting_pulls_refused_total", kWaitHelp,
+              {{"limit", "per_worker"}}, r.waiting_refused_per_worker);
+  out.Counter("taups_waiting_pulls_refused_total", kWaitHelp,
+              {{"limit", "total"}}, r.waiting_refused_total);
+  out.Counter("taups_tables_dropped_total", "Tables dropped (DropTable).", {},
+              r.tables_dropped);
+}
+
+}  // namespace
+
 void WriteShardMetrics(const StoreStats& stats, const WireTraffic* traffic,
                        const BuildLabels& build, MetricsWriter& out) {
   out.Gauge("taups_build_info", "What this binary is: version, commit, build type.",
@@ -37,6 +69,7 @@ void WriteShardMetrics(const StoreStats& stats, const WireTraffic* traffic,
   out.Counter("taups_nonfinite_gradients_total",
               "Pushes refused because a gradient held NaN or Inf.", {},
               stats.nonfinite_rejections);
+  WriteResourceMetrics(stats.resources, out);
 
   for (const auto& [info, t] : stats.tables) {
     const MetricLabels table = {{"table", info.config.name}};
@@ -117,6 +150,13 @@ void WriteShardMetrics(const StoreStats& stats, const WireTraffic* traffic,
       out.Counter("taups_bad_blocks_total",
                   "Encoded blocks refused as malformed.", table, bytes.bad_blocks);
     }
+    out.Gauge("taups_table_workers",
+              "Workers with state in the table on this shard "
+              "(--max_workers_per_table).",
+              table, info.workers);
+    out.Gauge("taups_table_budget_bytes",
+              "What the table is charged to the shard's memory budget.", table,
+              info.reserved_bytes);
     if (info.config.kind == TableKind::kSparse) {
       out.Gauge("taups_sparse_rows", "Rows the sparse table holds on this shard.",
                 table, info.sparse_rows);

@@ -11,6 +11,12 @@
 //   workers{state=live|dead|left}                              gauge
 //   lease_expirations_total                                    counter
 //   nonfinite_gradients_total                                  counter
+//   memory_budget_bytes, memory_used_bytes{use=tables|worker_state} gauge
+//   memory_budget_refusals_total                               counter
+//   waiting_pulls                                              gauge
+//   waiting_pulls_refused_total{limit=per_worker|total}        counter
+//   tables_dropped_total                                       counter
+//   table_workers{table}, table_budget_bytes{table}            gauge
 //   table_version{table}, table_open_step{table}               gauge
 //   table_tau_max{table}, table_staleness_bound{table}         gauge (-1: none)
 //   pushes_total{table}, push_rejected_total{table},

@@ -26,6 +26,8 @@ struct TableInfo {
   // What this part is counted for against the shard's memory budget
   // (server/limits.h).
   uint64_t reserved_bytes = 0;
+  // Workers with state in this part (max_workers_per_table).
+  uint64_t workers = 0;
 };
 
 }  // namespace taups

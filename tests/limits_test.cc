@@ -115,8 +115,20 @@ absl::Status PushEncoded(ParameterStore& store, uint64_t n, int attempt) {
   return store.PushDense("w", 0, g, OneSlice(attempt + 1)).status();
 }
 
+// Pulls all `floats` of dense table "w" as workers 0 .. n-1.
+absl::Status PullAsWorkers(ParameterStore& store, uint64_t n, uint64_t floats) {
+  std::vector<float> out(floats);
+  PullContext ctx;
+  for (uint32_t w = 0; w < n; ++w) {
+    ctx.worker = w;
+    RETURN_IF_ERROR(store.PullDense("w", 0, absl::MakeSpan(out), ctx).status());
+  }
+  return absl::OkStatus();
+}
+
 std::vector<Case> Cases() {
   const uint64_t sparse_fixed = SparseTable::kStripes * SparseTable::kStripeFixedBytes;
+  constexpr uint64_t kFixed = ServerLimits::kTableFixedBytes;  // every table
   const uint64_t row8 = SparseTable::RowFootprintBytes(Sparse("r", 8, 64));
   std::vector<Case> cases;
   cases.push_back(
@@ -125,33 +137,36 @@ std::vector<Case> Cases() {
        [](ParameterStore& s, uint64_t n, int a) {
          return Create(s, Dense("t" + std::to_string(a), n));
        },
-       kMiB / 4, absl::StatusCode::kResourceExhausted, "--max_table_mb"});
+       (kMiB - kFixed) / 4, absl::StatusCode::kResourceExhausted, "--max_table_mb"});
   cases.push_back(
       {"dense table part, adam: 16 bytes a float",
        With([](ServerLimits& l) { l.max_table_bytes = kMiB; }), nullptr,
        [](ParameterStore& s, uint64_t n, int a) {
          return Create(s, Dense("t" + std::to_string(a), n, OptimizerKind::kAdam));
        },
-       kMiB / 16, absl::StatusCode::kResourceExhausted, "--max_table_mb"});
+       (kMiB - kFixed) / 16, absl::StatusCode::kResourceExhausted,
+       "--max_table_mb"});
   cases.push_back(
       {"sparse table part: row limit x row footprint + stripes",
        With([](ServerLimits& l) { l.max_table_bytes = kMiB; }), nullptr,
        [](ParameterStore& s, uint64_t n, int a) {
          return Create(s, Sparse("t" + std::to_string(a), 8, n));
        },
-       (kMiB - sparse_fixed) / row8, absl::StatusCode::kResourceExhausted,
+       (kMiB - sparse_fixed - kFixed) / row8, absl::StatusCode::kResourceExhausted,
        "--max_table_mb"});
   cases.push_back(
       {"shard budget: tables together",
        With([](ServerLimits& l) {
          l.max_table_bytes = 2 * kMiB;
-         l.max_shard_bytes = 3 * kMiB;
+         l.memory_budget_bytes = 3 * kMiB;
        }),
-       [](ParameterStore& s) { REQUIRE(Create(s, Dense("first", kMiB / 2)).ok()); },
+       [](ParameterStore& s) { REQUIRE(Create(s, Dense("first", kMiB / 4)).ok()); },
        [](ParameterStore& s, uint64_t n, int a) {
          return Create(s, Dense("t" + std::to_string(a), n));
        },
-       kMiB / 4, absl::StatusCode::kResourceExhausted, "--max_shard_mb"});
+       // 3 MiB - (1 MiB + fixed) of "first" - this table's own fixed bytes.
+       (2 * kMiB - 2 * kFixed) / 4, absl::StatusCode::kResourceExhausted,
+       "--memory_budget_mb"});
   cases.push_back(
       {"tables per shard",
        With([](ServerLimits& l) { l.max_tables = 4; }),
@@ -275,6 +290,33 @@ std::vector<Case> Cases() {
          return absl::OkStatus();
        },
        7, absl::StatusCode::kResourceExhausted, "--max_workers"});
+  // n is how many distinct workers (0..n-1) pull the table.
+  cases.push_back(
+      {"workers with state in one table part",
+       With([](ServerLimits& l) { l.max_workers_per_table = 8; }),
+       [](ParameterStore& s) { REQUIRE(Create(s, Dense("w", 4)).ok()); },
+       [](ParameterStore& s, uint64_t n, int) { return PullAsWorkers(s, n, 4); },
+       8, absl::StatusCode::kResourceExhausted, "--max_workers_per_table"});
+  // Each worker pulling a delay-compensation table gets a copy of the range
+  // (0.5 MiB) and a seat: 2 MiB - (0.5 MiB + fixed) buys two of them.
+  cases.push_back(
+      {"delay-compensation copies against the budget",
+       With([](ServerLimits& l) {
+         l.max_table_bytes = kMiB;
+         l.memory_budget_bytes = 2 * kMiB;
+       }),
+       [](ParameterStore& s) {
+         TableConfig config = Dense("w", kMiB / 8);
+         config.staleness.delay_compensation = true;
+         REQUIRE(Create(s, config).ok());
+         REQUIRE((2 * kMiB - (kMiB / 2 + ServerLimits::kTableFixedBytes)) /
+                     (kMiB / 2 + ServerLimits::kWorkerSeatBytes) ==
+                 2);
+       },
+       [](ParameterStore& s, uint64_t n, int) {
+         return PullAsWorkers(s, n, kMiB / 8);
+       },
+       2, absl::StatusCode::kResourceExhausted, "--memory_budget_mb"});
   return cases;
 }
 
@@ -312,7 +354,8 @@ TEST_CASE("a 250M-float Adam table is refused with the sizes and the flag") {
   // Split over 4 shards, each part is 0.9 GiB: it fits.
   ParameterStore quarter(1, 4);
   CHECK(Create(quarter, Dense("huge", 250'000'000, OptimizerKind::kAdam)).ok());
-  CHECK(quarter.reserved_bytes() == 250'000'000ull / 4 * 16);
+  CHECK(quarter.reserved_bytes() ==
+        250'000'000ull / 4 * 16 + ServerLimits::kTableFixedBytes);
 }
 
 TEST_CASE("a sparse table without a bound gets the default row limit, within the table limit") {
@@ -327,7 +370,8 @@ TEST_CASE("a sparse table without a bound gets the default row limit, within the
   CHECK(info->config.sparse_max_rows == 640);
   const uint64_t row = SparseTable::RowFootprintBytes(requested);
   CHECK(info->reserved_bytes ==
-        640 * row + SparseTable::kStripes * SparseTable::kStripeFixedBytes);
+        640 * row + SparseTable::kStripes * SparseTable::kStripeFixedBytes +
+            ServerLimits::kTableFixedBytes);
   // The same request again is the same table.
   REQUIRE(store.CreateTable(requested, true, &created).ok());
   CHECK_FALSE(created);
@@ -345,7 +389,8 @@ TEST_CASE("a sparse table without a bound gets the default row limit, within the
   auto wide_info = narrow.CreateTable(wide, true, &created);
   REQUIRE(wide_info.ok());
   const uint64_t wide_row = SparseTable::RowFootprintBytes(wide);
-  const uint64_t fixed = SparseTable::kStripes * SparseTable::kStripeFixedBytes;
+  const uint64_t fixed = SparseTable::kStripes * SparseTable::kStripeFixedBytes +
+                         ServerLimits::kTableFixedBytes;
   CHECK(wide_info->sparse_row_limit == (64 * kMiB - fixed) / wide_row / 64 * 64);
   CHECK(wide_info->reserved_bytes <= 64 * kMiB);
 }
@@ -362,7 +407,8 @@ TEST_CASE("bounded sparse tables count their bound; an absurd bound is refused")
   CHECK(Create(store, config).code() == absl::StatusCode::kResourceExhausted);
   config.sparse_max_bytes = uint64_t{1} << 30;
   REQUIRE(Create(store, config).ok());
-  CHECK(store.reserved_bytes() <= uint64_t{1} << 30);
+  CHECK(store.reserved_bytes() <=
+        (uint64_t{1} << 30) + ServerLimits::kTableFixedBytes);
 }
 
 TEST_CASE("names echoed in errors are bounded and escaped") {
@@ -384,8 +430,8 @@ TEST_CASE("limits out of range are refused by Validate") {
   CHECK(ServerLimits{}.Validate().ok());
   std::vector<void (*)(ServerLimits&)> bad = {
       [](ServerLimits& l) { l.max_table_bytes = 0; },
-      [](ServerLimits& l) { l.max_shard_bytes = ServerLimits::kMaxMb * kMiB + 1; },
-      [](ServerLimits& l) { l.max_table_bytes = l.max_shard_bytes + kMiB; },
+      [](ServerLimits& l) { l.memory_budget_bytes = ServerLimits::kMaxMb * kMiB + 1; },
+      [](ServerLimits& l) { l.max_table_bytes = l.memory_budget_bytes + kMiB; },
       [](ServerLimits& l) { l.default_sparse_rows = 63; },
       [](ServerLimits& l) { l.max_tables = 0; },
       [](ServerLimits& l) { l.max_keys_per_request = ServerLimits::kMaxKeys + 1; },

@@ -1,0 +1,81 @@
+#include "server/memory_budget.h"
+
+#include <utility>
+
+namespace taups {
+namespace {
+
+// Subtracts `bytes` from `counter`, stopping at 0.
+void SaturatingSub(std::atomic<uint64_t>& counter, uint64_t bytes) {
+  uint64_t now = counter.load(std::memory_order_relaxed);
+  while (!counter.compare_exchange_weak(now, now > bytes ? now - bytes : 0,
+                                        std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace
+
+const char* BudgetUseName(BudgetUse use) {
+  switch (use) {
+    case BudgetUse::kTables:
+      return "tables";
+    case BudgetUse::kWorkerState:
+      return "worker_state";
+  }
+  return "unknown";
+}
+
+uint64_t MemoryBudget::available() const {
+  const uint64_t taken = used();
+  return taken < limit_ ? limit_ - taken : 0;
+}
+
+bool MemoryBudget::TryReserve(BudgetUse use, uint64_t bytes) {
+  uint64_t now = used_.load(std::memory_order_relaxed);
+  do {
+    if (now > limit_ || bytes > limit_ - now) {
+      refusals_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+  } while (!used_.compare_exchange_weak(now, now + bytes,
+                                        std::memory_order_relaxed));
+  by_use_[static_cast<int>(use)].fetch_add(bytes, std::memory_order_relaxed);
+  return true;
+}
+
+void MemoryBudget::Release(BudgetUse use, uint64_t bytes) {
+  SaturatingSub(by_use_[static_cast<int>(use)], bytes);
+  SaturatingSub(used_, bytes);
+}
+
+Reservation::Reservation(MemoryBudget* budget, BudgetUse use, uint64_t bytes)
+    : use_(use), bytes_(bytes) {
+  if (budget->TryReserve(use, bytes)) {
+    budget_ = budget;
+  } else {
+    bytes_ = 0;
+  }
+}
+
+Reservation::Reservation(Reservation&& other) noexcept
+    : budget_(std::exchange(other.budget_, nullptr)),
+      use_(other.use_),
+      bytes_(std::exchange(other.bytes_, 0)) {}
+
+Reservation& Reservation::operator=(Reservation&& other) noexcept {
+  if (this != &other) {
+    Release();
+    budget_ = std::exchange(other.budget_, nullptr);
+    use_ = other.use_;
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void Reservation::Release() {
+  if (budget_ != nullptr) budget_->Release(use_, bytes_);
+  budget_ = nullptr;
+  bytes_ = 0;
+}
+
+}  // namespace taups
