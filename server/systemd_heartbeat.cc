@@ -19,9 +19,7 @@ std::string ShardStatusText(const ParameterStore& store,
         c.last_success == absl::InfinitePast()
             ? std::string("no checkpoint yet")
             : absl::StrCat("last checkpoint ",
-                           absl::FormatDuration(absl::Trunc(
-                               now - c.last_success, absl::Seconds(1))),
-                           " ago");
+                           absl::ToInt64Seconds(now - c.last_success), "s ago");
     if (c.failed > 0) absl::StrAppend(&checkpoint, ", ", c.failed, " failed");
   }
   return absl::StrCat("serving ", stats.tables.size(),

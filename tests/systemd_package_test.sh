@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# The Debian package and its systemd units under a real systemd.
+#
+#   systemd_package_test.sh <build dir> <source dir>
+#
+# 1. cpack builds the .deb from the build tree; dpkg-deb checks its control
+#    fields and dpkg -x unpacks it into a staging root, whose tree, binaries
+#    (--version) and pkg-config file (a program compiled and linked against
+#    it) are checked.
+# 2. systemd-nspawn boots the host's own systemd in a container
+#    (--volatile=yes: a throwaway root, the host's /usr read-only) with the
+#    unpacked package laid over /usr, so the units and binaries systemd sees
+#    are the package's. Its network namespace has loopback only (nothing to
+#    wait for: systemd-networkd-wait-online is masked). Driven with nsenter
+#    and systemctl, the container enables ps-server@0 and @1 under
+#    taups-shards.target, waits for READY (Type=notify) and the STATUS=
+#    line, trains a short job through ps-worker@0, kill -9s shard 0's main
+#    pid, waits for systemd to restart it and the shard to log its restored
+#    checkpoint, and reads the journal by priority.
+#
+# Exit 77 (skipped) when not root or a tool is missing, or when nspawn cannot
+# boot a container here. The container and the scratch directory go on every
+# exit path.
+set -euo pipefail
+build_dir=$(cd "$1" && pwd)
+source_dir=$(cd "$2" && pwd)
+
+skip() {
+  echo "SKIPPED: $*"
+  exit 77
+}
+fail() {
+  echo "FAILED: $*" >&2
+  exit 1
+}
+[[ $(id -u) -eq 0 ]] || skip "needs root (systemd-nspawn, dpkg -x into a staging root)"
+for tool in cpack dpkg-deb systemd-nspawn nsenter pkg-config c++; do
+  command -v "$tool" >/dev/null ||
+    skip "$tool not found (deploy/setup.sh installs systemd-container and dpkg-dev)"
+done
+
+scratch=$(mktemp -d /tmp/taups-systemd-test.XXXXXX)
+nspawn_pid=""
+machine="taups-test-$$"
+cleanup() {
+  local rc=$?
+  if [[ -n "$nspawn_pid" ]] && kill -0 "$nspawn_pid" 2>/dev/null; then
+    kill -TERM "$nspawn_pid" 2>/dev/null || true  # the container powers off
+    for _ in $(seq 1 100); do
+      kill -0 "$nspawn_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$nspawn_pid" 2>/dev/null || true
+    wait "$nspawn_pid" 2>/dev/null || true
+  fi
+  if [[ $rc -ne 0 && $rc -ne 77 && -f "$scratch/nspawn.log" ]]; then
+    echo "--- container console (last 40 lines) ---"
+    tail -n 40 "$scratch/nspawn.log"
+  fi
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+
+version=$(sed -n 's/^set(CPACK_PACKAGE_VERSION "\(.*\)")$/\1/p' "$build_dir/CPackConfig.cmake")
+[[ -n "$version" ]] || fail "no CPACK_PACKAGE_VERSION in $build_dir/CPackConfig.cmake"
+
+# --- 1. the package -------------------------------------------------------
+echo "== cpack -G DEB (version $version)"
+cpack -G DEB --config "$build_dir/CPackConfig.cmake" -B "$scratch/pkg" \
+  >"$scratch/cpack.log" 2>&1 || { cat "$scratch/cpack.log"; fail "cpack failed"; }
+deb=$(ls "$scratch"/pkg/taups_*.deb)
+echo "built $(basename "$deb") ($(du -h "$deb" | cut -f1))"
+[[ $(dpkg-deb -f "$deb" Package) == taups ]] || fail "Package is not taups"
+[[ $(dpkg-deb -f "$deb" Version) == "$version" ]] || fail "Version is not $version"
+depends=$(dpkg-deb -f "$deb" Depends)
+[[ "$depends" == *libgrpc++* ]] || fail "Depends lacks libgrpc++: $depends"
+echo "Depends: $depends"
+
+stage="$scratch/stage"
+dpkg -x "$deb" "$stage"
+# lib/ or lib/<multiarch>/, as GNUInstallDirs chose.
+pc_file=$(cd "$stage/usr" && find lib -name taups.pc | head -n 1)
+[[ -n "$pc_file" ]] || fail "package lacks taups.pc"
+libdir=$(dirname "$(dirname "$pc_file")")
+for path in usr/bin/ps_server usr/bin/ps_worker usr/bin/ps_admin \
+    usr/lib/systemd/system/ps-server@.service usr/lib/systemd/system/ps-worker@.service \
+    usr/lib/systemd/system/taups-shards.target \
+    usr/share/taups/config/cluster.txt.example usr/share/taups/config/ps-server.env.example \
+    usr/share/taups/config/ps-worker.env.example \
+    usr/share/taups/prometheus/prometheus.yml.example usr/share/taups/prometheus/taups-alerts.yml \
+    usr/share/taups/prometheus/taups-dashboard.json \
+    usr/share/doc/taups/copyright usr/share/doc/taups/README.md \
+    usr/include/taups/client.h "usr/$libdir/libtaups_client.a" \
+    "usr/$libdir/cmake/tauPS/tauPSConfig.cmake" "usr/$libdir/pkgconfig/taups.pc"; do
+  [[ -e "$stage/$path" ]] || fail "package lacks /$path"
+done
+for program in ps_server ps_worker ps_admin; do
+  line=$("$stage/usr/bin/$program" --version)
+  [[ "$line" == *"$version"* ]] || fail "$program --version says '$line', not $version"
+done
+echo "tree, --version: ok"
+
+pc_dir="$stage/usr/$libdir/pkgconfig"
+[[ $(PKG_CONFIG_PATH="$pc_dir" pkg-config --modversion taups) == "$version" ]] ||
+  fail "pkg-config --modversion taups is not $version"
+cat >"$scratch/uses_pc.cc" <<'EOF'
+#include "taups/client.h"
+int main() {
+  taups::ClientOptions options;
+  options.servers = {"127.0.0.1:1"};
+  return taups::TableConfig::Dense("w", 4).name == "w" ? 0 : 1;
+}
+EOF
+# shellcheck disable=SC2046  # pkg-config prints several words on purpose
+c++ -std=c++20 "$scratch/uses_pc.cc" -o "$scratch/uses_pc" \
+  $(PKG_CONFIG_PATH="$pc_dir" pkg-config --define-variable=prefix="$stage/usr" \
+    --cflags --libs taups) || fail "cannot build against pkg-config taups"
+"$scratch/uses_pc" || fail "the program built with pkg-config taups failed"
+echo "pkg-config: ok"
+
+# --- 2. the units under systemd ------------------------------------------
+echo "== booting systemd in a container (systemd-nspawn)"
+systemd-nspawn -D / --volatile=yes --register=no --keep-unit -M "$machine" \
+  --private-network \
+  --overlay-ro=/usr:"$stage/usr":/usr --boot systemd.firstboot=off \
+  systemd.mask=systemd-networkd-wait-online.service \
+  </dev/null >"$scratch/nspawn.log" 2>&1 &
+nspawn_pid=$!
+boot_start=$(date +%s.%N)
+init_pid=""
+for _ in $(seq 1 100); do
+  kill -0 "$nspawn_pid" 2>/dev/null ||
+    skip "systemd-nspawn cannot boot a container here: $(tail -n 3 "$scratch/nspawn.log" | tr '\n' ' ')"
+  init_pid=$(pgrep -P "$nspawn_pid" -x systemd || true)
+  [[ -n "$init_pid" ]] && break
+  sleep 0.1
+done
+[[ -n "$init_pid" ]] || skip "the container's systemd did not start within 10 s"
+# Seconds since `date +%s.%N` printed $1.
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
+inside() { nsenter -t "$init_pid" -m -u -i -n -p -- "$@"; }
+
+state=""
+for _ in $(seq 1 600); do
+  state=$(inside systemctl is-system-running 2>/dev/null || true)
+  [[ "$state" == running || "$state" == degraded ]] && break
+  sleep 0.1
+done
+[[ "$state" == running || "$state" == degraded ]] ||
+  skip "the container's systemd did not finish booting (state '$state')"
+printf 'container up in %s s (%s' "$(since "$boot_start")" "$state"
+[[ "$state" == degraded ]] &&
+  printf '; failed: %s' "$(inside systemctl --failed --plain --no-legend | awk '{print $1}' | tr '\n' ' ')"
+echo ")"
+
+# Two shards on loopback ports, checkpoints every second.
+inside mkdir -p /etc/taups
+inside sh -c 'printf "127.0.0.1:7100\n127.0.0.1:7101\n" >/etc/taups/cluster.txt'
+inside sh -c 'cat >/etc/taups/ps-server.env' <<'EOF'
+TAUPS_SERVER_FLAGS="--stats_interval_s=0 --checkpoint_interval_s=1"
+TAUPS_FIRST_START=--start_empty
+EOF
+inside sh -c 'cat >/etc/taups/ps-worker.env' <<'EOF'
+TAUPS_SERVERS=127.0.0.1:7100,127.0.0.1:7101
+TAUPS_WORKER_FLAGS="--num_workers=1 --model=ctr --steps=60 --ctr_examples=20000 --eval_examples=2000 --device=cpu --log_every=20"
+EOF
+inside systemctl daemon-reload
+inside systemctl enable --quiet ps-server@0 ps-server@1
+started=$(date +%s.%N)
+inside systemctl start taups-shards.target  # returns once both sent READY=1
+ready_s=$(since "$started")
+for i in 0 1; do
+  show=$(inside systemctl show -p ActiveState,SubState,StatusText,WatchdogUSec "ps-server@$i")
+  echo "ps-server@$i: $(echo "$show" | tr '\n' ' ')"
+  [[ "$show" == *ActiveState=active* ]] || fail "ps-server@$i is not active"
+  [[ "$show" == *WatchdogUSec=20s* ]] || fail "ps-server@$i has no 20 s watchdog"
+done
+echo "both shards READY $ready_s s after systemctl start"
+for _ in $(seq 1 100); do
+  status=$(inside systemctl show -p StatusText --value ps-server@0)
+  [[ "$status" == serving* ]] && break
+  sleep 0.1
+done
+[[ "$status" == serving* ]] || fail "ps-server@0 sent no 'serving' STATUS= line: '$status'"
+
+echo "== training a short job through ps-worker@0"
+inside systemctl start --wait ps-worker@0 ||
+  { inside journalctl -u ps-worker@0 --no-pager | tail -n 20; fail "ps-worker@0 failed"; }
+summary=$(inside journalctl -u ps-worker@0 -o cat --no-pager | grep '^{' | tail -n 1)
+echo "worker summary: $summary"
+[[ "$summary" == *'"steps":60'* ]] || fail "ps-worker@0's summary does not count 60 steps"
+
+# A checkpoint after training, so the restarted shard has the trained table.
+for _ in $(seq 1 100); do
+  status=$(inside systemctl show -p StatusText --value ps-server@0)
+  [[ "$status" == *"last checkpoint"* ]] && break
+  sleep 0.1
+done
+echo "ps-server@0 status: $status"
+[[ "$status" == *"last checkpoint"* ]] || fail "ps-server@0 reports no checkpoint"
+sleep 1.5  # one more timer checkpoint after the last push
+
+echo "== kill -9 of ps-server@0's main pid"
+old_pid=$(inside systemctl show -p MainPID --value ps-server@0)
+inside kill -9 "$old_pid"
+killed=$(date +%s.%N)
+new_pid=""
+for _ in $(seq 1 300); do
+  show=$(inside systemctl show -p ActiveState,MainPID,NRestarts ps-server@0)
+  if [[ "$show" == *ActiveState=active* && "$show" != *"MainPID=$old_pid"* &&
+        "$show" != *MainPID=0* && "$show" == *NRestarts=1* ]]; then
+    new_pid=$(echo "$show" | sed -n 's/^MainPID=//p')
+    break
+  fi
+  sleep 0.1
+done
+[[ -n "$new_pid" ]] || fail "systemd did not restart ps-server@0: $show"
+echo "restarted as pid $new_pid, READY $(since "$killed") s after the kill (RestartSec=2s)"
+# The first start was empty: a restore line can only be the restarted shard's.
+restored=$(inside journalctl -u ps-server@0 -o cat --no-pager | grep 'restored table' || true)
+[[ -n "$restored" ]] || fail "the restarted shard logged no restored table"
+echo "$restored"
+
+echo "== the journal's priorities"
+# The restore line is a warning (updates after the checkpoint are lost);
+# the "serving on port" line is info and must not be filed as a warning.
+warnings=$(inside journalctl -u ps-server@0 -p warning -o cat --no-pager)
+[[ "$warnings" == *"restored table"* ]] || fail "journalctl -p warning lacks the restore line"
+[[ "$warnings" != *"serving on port"* ]] || fail "an info line was filed as a warning"
+infos=$(inside journalctl -u ps-server@0 -p info..info -o cat --no-pager)
+[[ "$infos" == *"serving on port"* ]] || fail "journalctl -p info lacks 'serving on port'"
+echo "journal: restore line at warning, serving line at info: ok"
+
+inside systemctl stop taups-shards.target
+for i in 0 1; do
+  [[ $(inside systemctl show -p ActiveState --value "ps-server@$i") == inactive ]] ||
+    fail "ps-server@$i did not stop with taups-shards.target"
+done
+echo "taups-shards.target stopped both shards"
+echo "systemd_package_test: ok"
