@@ -47,6 +47,7 @@ import numpy as np
 import torch
 
 import taups
+import taups.metrics
 
 FIELDS = (("user", 3000), ("item", 1500), ("category", 60), ("device", 6))
 NUM_DENSE = 6
@@ -152,27 +153,7 @@ class DotMlpTop(torch.nn.Module):
 
 # ------------------------------------------------------------- metrics ---
 
-def auc(scores, labels):
-    """Area under the ROC curve: the Mann-Whitney statistic, ties counted
-    half (by average ranks)."""
-    labels = np.asarray(labels) > 0.5
-    positives = int(labels.sum())
-    negatives = labels.size - positives
-    if positives == 0 or negatives == 0:
-        return float("nan")
-    _, inverse, counts = np.unique(scores, return_inverse=True,
-                                   return_counts=True)
-    last_rank = np.cumsum(counts)                  # 1-based
-    average_rank = last_rank - (counts - 1) / 2.0
-    rank_sum = average_rank[inverse][labels].sum()
-    return float((rank_sum - positives * (positives + 1) / 2.0)
-                 / (positives * negatives))
-
-
-def log_loss(probs, labels):
-    probs = np.clip(probs, 1e-7, 1 - 1e-7)
-    return float(-np.mean(labels * np.log(probs)
-                          + (1 - labels) * np.log(1 - probs)))
+auc, log_loss = taups.metrics.auc, taups.metrics.log_loss
 
 
 # ------------------------------------------------------------ training ---
@@ -262,13 +243,9 @@ def main():
         "seconds": round(time.monotonic() - started, 1),
     }
     print(json.dumps(summary), flush=True)
-    failures = []
-    if summary["auc"] < args.min_auc:
-        failures.append(f"AUC {summary['auc']} below --min_auc={args.min_auc}")
-    if summary["planted_auc"] - summary["auc"] > args.max_auc_gap:
-        failures.append(f"AUC {summary['auc']} more than --max_auc_gap="
-                        f"{args.max_auc_gap} below the planted "
-                        f"{summary['planted_auc']}")
+    failures = taups.metrics.auc_bound_failures(
+        summary["auc"], summary["planted_auc"], args.min_auc,
+        args.max_auc_gap)
     for failure in failures:
         print(f"FAIL: {failure}", file=sys.stderr)
     return 2 if failures else 0

@@ -25,6 +25,7 @@ from taups._taups import (
     Codec,
     CodecOptions,
     CompressionConfig,
+    CtrData,
     Consistency,
     ConsistencyConfig,
     DeadlineExceededError,
@@ -52,6 +53,7 @@ from taups._taups import (
 )
 from taups.client import Client
 from taups.compression import compression
+from taups import metrics
 from taups.tables import consistency, dense_table, sparse_table
 
 __all__ = [name for name in dir() if not name.startswith("_")]

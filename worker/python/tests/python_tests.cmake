@@ -64,3 +64,16 @@ set_tests_properties(python_install_test PROPERTIES
   LABELS integration
   TIMEOUT 300
   SKIP_RETURN_CODE 77)
+
+# The PyTorch DLRM under torchrun (1 and 4 workers) against ps_worker
+# --model=ctr on the same data, taups pip-installed into a fresh venv; each
+# run starts its own ps_server. Skipped without torch or python3-venv.
+add_test(NAME python_dlrm_torchrun_test
+  COMMAND ${taups_python_dir}/tests/dlrm_torchrun_test.sh ${PROJECT_BINARY_DIR}
+          ${PROJECT_SOURCE_DIR} ${taups_python_exe} $<TARGET_FILE:ps_server>
+          $<TARGET_FILE:ps_worker>)
+set_tests_properties(python_dlrm_torchrun_test PROPERTIES
+  LABELS integration
+  TIMEOUT 300
+  SKIP_RETURN_CODE 77
+  ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
