@@ -56,10 +56,14 @@ class EmbeddingBagCollection(SparseCollection):
         rows_of = self._table_rows(features)
         for table in self.tables:
             plan, rows = rows_of[table.name]
-            for i, name in enumerate(table.features):
-                out[name] = F.embedding_bag(
-                    plan.inverse[i], rows, plan.offsets[i], mode=self.pooling,
-                    include_last_offset=True)
+            inverse, offsets = plan.all_bags()
+            pooled = F.embedding_bag(inverse, rows, offsets,
+                                     mode=self.pooling,
+                                     include_last_offset=True)
+            batch = plan.offsets[0].numel() - 1
+            for name, bags in zip(table.features,
+                                  torch.split(pooled, batch)):
+                out[name] = bags
         return {name: out[name] for name in self.feature_names}
 
 

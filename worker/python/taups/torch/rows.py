@@ -35,9 +35,22 @@ class TablePlan:
         self.unique_host = staging.keys_to_host(unique)
         self.count = int(unique.numel())
         sizes = [v.numel() for v in values]
+        self.inverse_all = inverse
         self.inverse = list(torch.split(inverse, sizes))
         self.offsets = [o for _, o in per_feature]
         self.future = None
+
+    def all_bags(self):
+        """(inverse, offsets) of every feature's bags, feature after
+        feature: offsets has len(features) * B + 1 entries, so one
+        embedding_bag call pools the whole table."""
+        shifted, base = [], 0
+        for inverse, offsets in zip(self.inverse, self.offsets):
+            shifted.append(offsets[:-1] + base)
+            base += inverse.numel()
+        shifted.append(torch.tensor([base], dtype=torch.int64,
+                                    device=self.offsets[0].device))
+        return self.inverse_all, torch.cat(shifted)
 
     def same_keys(self, other):
         return (self.keys.shape == other.keys.shape
