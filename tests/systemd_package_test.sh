@@ -16,7 +16,9 @@
 #    taups-shards.target, waits for READY (Type=notify) and the STATUS=
 #    line, trains a short job through ps-worker@0, kill -9s shard 0's main
 #    pid, waits for systemd to restart it and the shard to log its restored
-#    checkpoint, and reads the journal by priority.
+#    checkpoint, reads the journal by priority, sees the other shard feed
+#    the watchdog, and checks the unit's
+#    `systemd-analyze security` exposure (at most 1.5).
 #
 # Exit 77 (skipped) when not root or a tool is missing, or when nspawn cannot
 # boot a container here. The container and the scratch directory go on every
@@ -176,6 +178,8 @@ for i in 0 1; do
   [[ "$show" == *WatchdogUSec=20s* ]] || fail "ps-server@$i has no 20 s watchdog"
 done
 echo "both shards READY $ready_s s after systemctl start"
+watchdog_start=$(inside systemctl show -p WatchdogTimestampMonotonic --value ps-server@1)
+watchdog_since=$(date +%s.%N)
 for _ in $(seq 1 100); do
   status=$(inside systemctl show -p StatusText --value ps-server@0)
   [[ "$status" == serving* ]] && break
@@ -231,10 +235,36 @@ infos=$(inside journalctl -u ps-server@0 -p info..info -o cat --no-pager)
 [[ "$infos" == *"serving on port"* ]] || fail "journalctl -p info lacks 'serving on port'"
 echo "journal: restore line at warning, serving line at info: ok"
 
+echo "== the watchdog"
+# WATCHDOG=1 comes every 10 s (half of WatchdogSec=20s): after 11 s its
+# timestamp has moved, and the shard that was never killed never restarted.
+wait_s=$(awk -v a="$watchdog_since" -v b="$(date +%s.%N)" 'BEGIN { w = 11 - (b - a); print (w > 0 ? w : 0) }')
+sleep "$wait_s"
+watchdog_now=$(inside systemctl show -p WatchdogTimestampMonotonic --value ps-server@1)
+(( watchdog_now > watchdog_start )) ||
+  fail "ps-server@1 sent no WATCHDOG=1 in 11 s ($watchdog_start -> $watchdog_now)"
+[[ $(inside systemctl show -p NRestarts --value ps-server@1) == 0 ]] ||
+  fail "ps-server@1 was restarted"
+echo "ps-server@1 fed the watchdog (timestamp +$(( (watchdog_now - watchdog_start) / 1000000 )) s), no restart"
+
+echo "== systemd-analyze security of the running shard unit"
+exposure=$(inside systemd-analyze security --no-pager ps-server@0 |
+  sed -n 's/.*Overall exposure level for ps-server@0.service: \([0-9.]*\).*/\1/p')
+echo "exposure level: $exposure (at most 1.5)"
+awk -v e="$exposure" 'BEGIN { exit !(e != "" && e <= 1.5) }' ||
+  fail "ps-server@0's exposure level '$exposure' is above 1.5"
+
+# The target is ordered after its shards, so its stop job ends before theirs
+# (each takes a last checkpoint): wait for them.
 inside systemctl stop taups-shards.target
 for i in 0 1; do
-  [[ $(inside systemctl show -p ActiveState --value "ps-server@$i") == inactive ]] ||
-    fail "ps-server@$i did not stop with taups-shards.target"
+  for _ in $(seq 1 300); do
+    show=$(inside systemctl show -p ActiveState,Result,ExecMainStatus "ps-server@$i" | tr '\n' ' ')
+    [[ "$show" == *ActiveState=deactivating* ]] || break
+    sleep 0.1
+  done
+  [[ "$show" == *ActiveState=inactive* ]] ||
+    fail "ps-server@$i did not stop with taups-shards.target: $show"
 done
 echo "taups-shards.target stopped both shards"
 echo "systemd_package_test: ok"
