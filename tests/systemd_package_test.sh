@@ -6,7 +6,7 @@
 # 1. cpack builds the .deb from the build tree; dpkg-deb checks its control
 #    fields and dpkg -x unpacks it into a staging root, whose tree, binaries
 #    (--version) and pkg-config file (a program compiled and linked against
-#    it) are checked.
+#    it) are checked; dpkg --root installs and purges it in an empty root.
 # 2. systemd-nspawn boots the host's own systemd in a container
 #    (--volatile=yes: a throwaway root, the host's /usr read-only) with the
 #    unpacked package laid over /usr, so the units and binaries systemd sees
@@ -119,6 +119,24 @@ c++ -std=c++20 "$scratch/uses_pc.cc" -o "$scratch/uses_pc" \
     --cflags --libs taups) || fail "cannot build against pkg-config taups"
 "$scratch/uses_pc" || fail "the program built with pkg-config taups failed"
 echo "pkg-config: ok"
+
+# dpkg's own install and purge into an empty root: its database records the
+# files, the maintainer scripts run (outside the root: it has no shell; the
+# libraries the package depends on are not in that root's database either).
+root="$scratch/root"
+mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates"
+touch "$root/var/lib/dpkg/status"
+dpkg_root=(dpkg --root="$root" --force-depends --force-script-chrootless --log=/dev/null)
+"${dpkg_root[@]}" -i "$deb" >"$scratch/dpkg.log" 2>&1 ||
+  { cat "$scratch/dpkg.log"; fail "dpkg --root -i failed"; }
+[[ $("${dpkg_root[@]}" -s taups | sed -n 's/^Status: //p') == "install ok installed" ]] ||
+  fail "dpkg --root does not list taups as installed"
+"${dpkg_root[@]}" -L taups | grep -qx /usr/lib/systemd/system/ps-server@.service ||
+  fail "dpkg -L taups lacks ps-server@.service"
+"${dpkg_root[@]}" --purge taups >>"$scratch/dpkg.log" 2>&1 ||
+  { cat "$scratch/dpkg.log"; fail "dpkg --root --purge failed"; }
+[[ ! -e "$root/usr/bin/ps_server" ]] || fail "purge left /usr/bin/ps_server"
+echo "dpkg --root install and purge: ok"
 
 # --- 2. the units under systemd ------------------------------------------
 echo "== booting systemd in a container (systemd-nspawn)"
