@@ -50,17 +50,33 @@ bool AllSumsFinite(absl::Span<const float> a, absl::Span<const float> b) {
 }
 
 float MaxAbs(absl::Span<const float> values) {
-  // On the bit patterns with the sign cleared, unsigned order is the order of
-  // magnitudes, and NaN and infinity are above every finite value.
-  uint32_t max_bits = 0;
+  // On the bit patterns with the sign cleared, integer order is the order of
+  // magnitudes, and NaN and infinity are above every finite value. Signed
+  // int32 (the cleared sign keeps every pattern non-negative) because SSE2
+  // compares signed integers only; 16 independent maxima so the vectorised
+  // loop is not bound by one accumulator's latency.
+  constexpr size_t kLanes = 16;
+  int32_t lanes[kLanes] = {};
   const float* data = values.data();
-  for (size_t i = 0; i < values.size(); ++i) {
-    uint32_t bits;
+  const size_t n = values.size();
+  const size_t whole = n - n % kLanes;
+  for (size_t i = 0; i < whole; i += kLanes) {
+    for (size_t k = 0; k < kLanes; ++k) {
+      int32_t bits;
+      std::memcpy(&bits, data + i + k, sizeof(bits));
+      bits &= 0x7fffffff;
+      lanes[k] = bits > lanes[k] ? bits : lanes[k];
+    }
+  }
+  int32_t max_bits = 0;
+  for (size_t i = whole; i < n; ++i) {
+    int32_t bits;
     std::memcpy(&bits, data + i, sizeof(bits));
-    bits &= 0x7fffffffu;
+    bits &= 0x7fffffff;
     max_bits = bits > max_bits ? bits : max_bits;
   }
-  if (max_bits >= 0x7f800000u) return __builtin_huge_valf();
+  for (int32_t lane : lanes) max_bits = lane > max_bits ? lane : max_bits;
+  if (max_bits >= 0x7f800000) return __builtin_huge_valf();
   float max;
   std::memcpy(&max, &max_bits, sizeof(max));
   return max;
