@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
+#include "proto/grpc_credentials.h"
 #include "raw_transfer.grpc.pb.h"
 
 namespace taups::bench {
@@ -16,14 +17,13 @@ namespace {
 constexpr int kMaxMessageBytes = 256 << 20;  // as the tauPS client
 constexpr absl::Duration kCallTimeout = absl::Seconds(60);
 
-std::shared_ptr<grpc::Channel> OpenChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> OpenRawChannel(const std::string& address) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
   // One connection per channel, as the tauPS client does.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
+  return *OpenChannel(address, ChannelSecurity{}, args);  // plaintext, loopback
 }
 
 absl::Status FromGrpc(const grpc::Status& status) {
@@ -87,7 +87,7 @@ absl::StatusOr<std::unique_ptr<RawTransferClient>> RawTransferClient::Connect(
   const absl::Time deadline = absl::Now() + connect_timeout;
   auto set = std::make_unique<Channels>();
   for (int c = 0; c < channels; ++c) {
-    std::shared_ptr<grpc::Channel> channel = OpenChannel(address);
+    std::shared_ptr<grpc::Channel> channel = OpenRawChannel(address);
     if (!channel->WaitForConnected(absl::ToChronoTime(deadline))) {
       return absl::UnavailableError(
           absl::StrCat("raw transfer server at ", address, " did not answer"));

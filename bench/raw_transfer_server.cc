@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "proto/grpc_credentials.h"
 #include "raw_transfer.grpc.pb.h"
 
 namespace taups::bench {
@@ -74,8 +75,11 @@ absl::StatusOr<std::unique_ptr<RawTransferServer>> RawTransferServer::Start(
   state->service =
       std::make_unique<RawTransferService>(options.max_download_bytes);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen_address,
-                           grpc::InsecureServerCredentials(), &state->port);
+  // A loopback reference: plaintext, as the shards serve without TLS.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(ServerSecurity{});
+  if (!credentials.ok()) return credentials.status();
+  builder.AddListeningPort(options.listen_address, *credentials, &state->port);
   builder.RegisterService(state->service.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);

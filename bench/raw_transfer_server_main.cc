@@ -15,7 +15,7 @@
 #include "bench/byte_size.h"
 #include "bench/raw_transfer_server.h"
 
-ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on.");
+ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on (plaintext).");
 ABSL_FLAG(int, port, 7100, "Port to listen on; 0 picks a free one.");
 ABSL_FLAG(std::string, max_download, "64MiB",
           "Preallocated Download buffer; larger Downloads are refused.");

@@ -7,6 +7,7 @@
 #include <future>
 #include <memory>
 
+#include "proto/grpc_credentials.h"
 #include "ps.grpc.pb.h"
 
 namespace taups {
@@ -26,8 +27,8 @@ void KeepCallbackQueueAlive() {
     // queue is what keeps the queue up. Held by a static, so that leak
     // checkers (LeakSanitizer) see it reachable rather than leaked.
     static auto* const channel =
-        new std::shared_ptr<grpc::Channel>(grpc::CreateChannel(
-            "127.0.0.1:1", grpc::InsecureChannelCredentials()));
+        new std::shared_ptr<grpc::Channel>(
+            *OpenChannel("127.0.0.1:1", ChannelSecurity{}));
     std::unique_ptr<v1::ParameterServer::Stub> stub =
         v1::ParameterServer::NewStub(*channel);
     grpc::ClientContext context;

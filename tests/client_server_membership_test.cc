@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "proto/grpc_credentials.h"
 #include "ps.grpc.pb.h"
 #include "spdlog/sinks/ringbuffer_sink.h"
 #include "spdlog/spdlog.h"
@@ -201,8 +202,8 @@ class FakeShard final : public v1::ParameterServer::Service {
  public:
   explicit FakeShard(bool hang) : hang_(hang) {
     grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port_);
+    builder.AddListeningPort("127.0.0.1:0",
+                             *MakeServerCredentials(ServerSecurity{}), &port_);
     builder.RegisterService(this);
     server_ = builder.BuildAndStart();
     REQUIRE(server_ != nullptr);

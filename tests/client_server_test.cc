@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "proto/grpc_credentials.h"
 #include "ps.grpc.pb.h"
 #include "server/shard_server.h"
 #include "taups/client.h"
@@ -168,8 +169,7 @@ TEST_CASE("the server maps bad bytes to INVALID_ARGUMENT and changes nothing") {
   Cluster cluster(1);
   auto client = cluster.Connect(0);
   REQUIRE(client->CreateTable(TableConfig::Dense("w", 4)).ok());
-  auto channel = grpc::CreateChannel(cluster.addresses[0],
-                                     grpc::InsecureChannelCredentials());
+  auto channel = *OpenChannel(cluster.addresses[0], ChannelSecurity{});
   auto stub = v1::ParameterServer::NewStub(channel);
   auto push = [&](const std::string& bytes) {
     grpc::ClientContext context;

@@ -14,6 +14,7 @@
 #include "common/codec.h"
 #include "common/error_feedback.h"
 #include "common/shard_map.h"
+#include "proto/grpc_credentials.h"
 #include "ps.grpc.pb.h"
 #include "tests/dense_push_fixtures.h"
 #include "tests/inproc_cluster.h"
@@ -312,8 +313,8 @@ TEST_CASE("malformed blocks get INVALID_ARGUMENT and leave the table as it was")
   std::vector<float> before(n);
   REQUIRE(client->PullDense("w", absl::MakeSpan(before)).ok());
 
-  auto stub = v1::ParameterServer::NewStub(grpc::CreateChannel(
-      cluster.addresses[0], grpc::InsecureChannelCredentials()));
+  auto stub = v1::ParameterServer::NewStub(
+      *OpenChannel(cluster.addresses[0], ChannelSecurity{}));
   auto push_dense = [&](const std::string& bytes) {
     grpc::ClientContext context;
     v1::PushDenseRequest request;

@@ -16,6 +16,7 @@
 #include "google/protobuf/descriptor.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "proto/grpc_credentials.h"
 #include "taups/client.h"
 #include "tests/process_harness.h"
 
@@ -30,7 +31,7 @@ namespace reflection = grpc::reflection::v1alpha;
 constexpr char kTauPsService[] = "taups.v1.ParameterServer";
 
 std::shared_ptr<grpc::Channel> ChannelTo(const Shard& shard) {
-  return grpc::CreateChannel(shard.address(), grpc::InsecureChannelCredentials());
+  return *OpenChannel(shard.address(), ChannelSecurity{});
 }
 
 // Health/Check of `service`; the call's status and the answer.

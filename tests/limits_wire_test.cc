@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/codec.h"
 #include "common/grpc_lifetime.h"
+#include "proto/grpc_credentials.h"
 #include "ps.grpc.pb.h"
 #include "server/shard_server.h"
 
@@ -41,9 +42,9 @@ struct Shard {
     KeepCallbackQueueAlive();
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
-    stub = v1::ParameterServer::NewStub(grpc::CreateCustomChannel(
-        absl::StrCat("127.0.0.1:", server->port()),
-        grpc::InsecureChannelCredentials(), args));
+    stub = v1::ParameterServer::NewStub(
+        *OpenChannel(absl::StrCat("127.0.0.1:", server->port()),
+                     ChannelSecurity{}, args));
   }
   std::unique_ptr<ShardServer> server;
   std::unique_ptr<v1::ParameterServer::Stub> stub;

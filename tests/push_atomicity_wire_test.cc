@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/codec.h"
+#include "proto/grpc_credentials.h"
 #include "ps.grpc.pb.h"
 #include "tests/inproc_cluster.h"
 
@@ -75,7 +76,7 @@ class RawPusher {
  public:
   explicit RawPusher(const std::string& address)
       : stub_(v1::ParameterServer::NewStub(
-            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+            *OpenChannel(address, ChannelSecurity{}))) {}
   grpc::Status Push(uint64_t seq, uint32_t index, const std::string& bytes,
                     bool encoded, v1::PushResponse* response) {
     grpc::ClientContext context;
