@@ -329,5 +329,16 @@ grpc::Status ParameterServerService::Stats(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status ParameterServerService::DropTable(grpc::ServerContext* context,
+                                               const v1::DropTableRequest* request,
+                                               v1::DropTableResponse* response) {
+  RETURN_IF_DENIED(Allow(context, RpcMethod::kDropTable));
+  absl::StatusOr<uint64_t> freed = store_->DropTable(request->name());
+  if (!freed.ok()) return ToGrpcStatus(freed.status());
+  response->set_shard_index(store_->shard_index());
+  response->set_freed_bytes(*freed);
+  response->set_server_incarnation(incarnation_);
+  return grpc::Status::OK;
+}
 
 }  // namespace taups

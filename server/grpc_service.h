@@ -49,6 +49,9 @@ class ParameterServerService final : public v1::ParameterServer::Service {
                               v1::SetConsistencyResponse*) override;
   grpc::Status Stats(grpc::ServerContext*, const v1::StatsRequest*,
                      v1::StatsResponse*) override;
+  // Admin: drops this shard's part of a table (ParameterStore::DropTable).
+  grpc::Status DropTable(grpc::ServerContext*, const v1::DropTableRequest*,
+                         v1::DropTableResponse*) override;
 
   // What the tensors took on the wire, per table (for /metrics).
   const WireTraffic& traffic() const { return traffic_; }

@@ -150,16 +150,17 @@ absl::Status CheckTableFits(const TableConfig& config, const TableCost& cost,
 }
 
 absl::Status TableOverBudget(const TableConfig& config, const TableCost& cost,
-                             uint64_t budget, uint64_t in_use,
-                             uint64_t table_bytes, uint64_t tables,
-                             uint64_t worker_state_bytes) {
+                             const MemoryBudget& budget, uint64_t tables) {
   return absl::ResourceExhaustedError(absl::StrCat(
       "table ", QuotedName(config.name), " needs ", HumanBytes(cost.bytes),
       " on this shard (", CostDetail(config, cost), "); memory budget ",
-      HumanBytes(budget), ", ", HumanBytes(in_use), " in use (",
-      HumanBytes(table_bytes), " by ", tables, tables == 1 ? " table" : " tables",
-      ", ", HumanBytes(worker_state_bytes),
-      " by per-worker state) (--memory_budget_mb; DropTable frees a table)"));
+      HumanBytes(budget.limit()), ", ", HumanBytes(budget.used()), " in use (",
+      HumanBytes(budget.used(BudgetUse::kTables)), " by ", tables,
+      tables == 1 ? " table" : " tables", ", ",
+      HumanBytes(budget.used(BudgetUse::kWorkerState)),
+      " by per-worker state); tables may take ",
+      HumanBytes(budget.cap(BudgetUse::kTables)),
+      " of it (--memory_budget_mb; DropTable frees a table)"));
 }
 
 uint64_t DefaultMemoryBudget() {

@@ -33,7 +33,9 @@
 //   both:   + kTableFixedBytes (the partition, its policy and directory entry)
 // (state floats: sgd 0, adagrad 1, momentum 1, ftrl 2, adam 3). The cost is
 // charged to the budget when the table is created and given back by
-// DropTable. A sparse table's rows are charged up front at its row limit, so
+// DropTable. Tables together may take 7/8 of the budget (TablesShareOf):
+// the last eighth stays for per-worker state, so tables that filled their
+// share still take new workers. A sparse table's rows are charged up front at its row limit, so
 // row growth never needs more budget: at the limit a table evicts
 // (sparse_eviction lru/lfu) or, with sparse_eviction none, refuses new rows
 // (counted in sparse_refused) — the budget itself is never passed by growth.
@@ -63,6 +65,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/wire_tensor.h"
+#include "server/memory_budget.h"
 #include "taups/table_config.h"
 
 namespace taups {
@@ -132,12 +135,16 @@ absl::StatusOr<TableCost> CostOf(const TableConfig& config,
 // limit, or when `tables` already reach max_tables.
 absl::Status CheckTableFits(const TableConfig& config, const TableCost& cost,
                             uint64_t tables, const ServerLimits& limits);
-// The RESOURCE_EXHAUSTED for a table of `cost` that the budget refused:
-// what it needs, the budget, and what is in use by whom.
+// Tables may take at most this share of the budget; the rest is kept for
+// per-worker state, so workers still get their seats (kWorkerSeatBytes) in
+// tables that filled the tables' share.
+inline constexpr uint64_t TablesShareOf(uint64_t budget) {
+  return budget - budget / 8;
+}
+// The RESOURCE_EXHAUSTED for a table of `cost` that `budget` refused: what
+// it needs, the budget, the tables' share, and what is in use by whom.
 absl::Status TableOverBudget(const TableConfig& config, const TableCost& cost,
-                             uint64_t budget, uint64_t in_use,
-                             uint64_t table_bytes, uint64_t tables,
-                             uint64_t worker_state_bytes);
+                             const MemoryBudget& budget, uint64_t tables);
 
 // The budget ps_server gets without --memory_budget_mb: three quarters of
 // the memory this process may use (the smaller of MemTotal and the cgroup's

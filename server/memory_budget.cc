@@ -30,17 +30,31 @@ uint64_t MemoryBudget::available() const {
   return taken < limit_ ? limit_ - taken : 0;
 }
 
-bool MemoryBudget::TryReserve(BudgetUse use, uint64_t bytes) {
-  uint64_t now = used_.load(std::memory_order_relaxed);
+namespace {
+
+// Adds `bytes` to `counter` if the sum stays <= `limit`.
+bool AddWithin(std::atomic<uint64_t>& counter, uint64_t bytes, uint64_t limit) {
+  uint64_t now = counter.load(std::memory_order_relaxed);
   do {
-    if (now > limit_ || bytes > limit_ - now) {
-      refusals_.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-  } while (!used_.compare_exchange_weak(now, now + bytes,
-                                        std::memory_order_relaxed));
-  by_use_[static_cast<int>(use)].fetch_add(bytes, std::memory_order_relaxed);
+    if (now > limit || bytes > limit - now) return false;
+  } while (!counter.compare_exchange_weak(now, now + bytes,
+                                          std::memory_order_relaxed));
   return true;
+}
+
+}  // namespace
+
+bool MemoryBudget::TryReserve(BudgetUse use, uint64_t bytes) {
+  std::atomic<uint64_t>& mine = by_use_[static_cast<int>(use)];
+  // The use's share first, then the total; the share is given back if the
+  // total has no room (a concurrent reserver of the same use may then see
+  // it full for an instant and be refused: never the other way round).
+  if (AddWithin(mine, bytes, caps_[static_cast<int>(use)])) {
+    if (AddWithin(used_, bytes, limit_)) return true;
+    SaturatingSub(mine, bytes);
+  }
+  refusals_.fetch_add(1, std::memory_order_relaxed);
+  return false;
 }
 
 void MemoryBudget::Release(BudgetUse use, uint64_t bytes) {

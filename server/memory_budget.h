@@ -3,8 +3,10 @@
 //
 // Every charge is made before the memory it stands for is allocated:
 // TryReserve takes the bytes only if they fit beside what is already taken
-// (all or nothing), so a refused caller allocates nothing and the total
-// never passes the limit through TryReserve. Release gives bytes back when
+// and within their use's cap (all or nothing), so a refused caller allocates
+// nothing and the total never passes the limit. A cap keeps part of the
+// budget for the other uses: ParameterStore lets tables take at most 7/8 of
+// it, so workers can always get their state in tables that filled the rest. Release gives bytes back when
 // what they stood for is freed. Reservation is the RAII form: it holds its
 // bytes until it is destroyed (or Released).
 //
@@ -33,11 +35,17 @@ const char* BudgetUseName(BudgetUse use);  // "tables", "worker_state"
 
 class MemoryBudget {
  public:
-  explicit MemoryBudget(uint64_t limit_bytes) : limit_(limit_bytes) {}
+  // Each use may take up to `limit_bytes`; caps lower that per use.
+  explicit MemoryBudget(uint64_t limit_bytes) : limit_(limit_bytes) {
+    caps_.fill(limit_bytes);
+  }
+  MemoryBudget(uint64_t limit_bytes, std::array<uint64_t, kBudgetUses> caps)
+      : limit_(limit_bytes), caps_(caps) {}
   MemoryBudget(const MemoryBudget&) = delete;
   MemoryBudget& operator=(const MemoryBudget&) = delete;
 
   uint64_t limit() const { return limit_; }
+  uint64_t cap(BudgetUse use) const { return caps_[static_cast<int>(use)]; }
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }
   uint64_t used(BudgetUse use) const {
     return by_use_[static_cast<int>(use)].load(std::memory_order_relaxed);
@@ -46,8 +54,9 @@ class MemoryBudget {
   // Charges refused so far (TryReserve returning false).
   uint64_t refusals() const { return refusals_.load(std::memory_order_relaxed); }
 
-  // Takes `bytes` for `use` if used() + bytes <= limit(); otherwise takes
-  // nothing, counts a refusal and returns false. Zero bytes always fit.
+  // Takes `bytes` for `use` if used() + bytes <= limit() and used(use) +
+  // bytes <= cap(use); otherwise takes nothing, counts a refusal and
+  // returns false. Zero bytes always fit.
   bool TryReserve(BudgetUse use, uint64_t bytes);
   // Gives back bytes taken for `use`. Releasing more than was taken is a
   // caller bug: the counters saturate at 0 instead of wrapping.
@@ -55,6 +64,7 @@ class MemoryBudget {
 
  private:
   const uint64_t limit_;
+  std::array<uint64_t, kBudgetUses> caps_;  // set once, at construction
   std::atomic<uint64_t> used_{0};
   std::array<std::atomic<uint64_t>, kBudgetUses> by_use_{};
   std::atomic<uint64_t> refusals_{0};

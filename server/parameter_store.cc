@@ -21,7 +21,9 @@ ParameterStore::ParameterStore(uint32_t shard_index, uint32_t num_shards,
       clock_(clock),
       limits_(limits),
       membership_(clock, default_lease),
-      budget_(limits.memory_budget_bytes),
+      budget_(limits.memory_budget_bytes,
+              {TablesShareOf(limits.memory_budget_bytes),
+               limits.memory_budget_bytes}),
       waiting_(limits.max_waiting_per_worker, limits.max_waiting_calls) {}
 
 uint64_t ParameterStore::reserved_bytes() const {
@@ -75,9 +77,7 @@ absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& request
     RETURN_IF_ERROR(CheckTableFits(config, cost, tables_.size(), limits_));
     Reservation reservation(&budget_, BudgetUse::kTables, cost.bytes);
     if (!reservation.ok()) {
-      return TableOverBudget(config, cost, budget_.limit(), budget_.used(),
-                             budget_.used(BudgetUse::kTables), tables_.size(),
-                             budget_.used(BudgetUse::kWorkerState));
+      return TableOverBudget(config, cost, budget_, tables_.size());
     }
     entry = std::make_shared<Entry>();
     entry->reservation = std::move(reservation);

@@ -71,7 +71,7 @@ ABSL_FLAG(uint64_t, memory_budget_mb, 0,
           "at their row limit) and per-worker state (delay-compensation "
           "copies) may take together. 0: three quarters of the memory this "
           "process may use (MemTotal or the cgroup's memory.max), at most "
-          "16384; a default --max_table_mb is then lowered to it if above.");
+          "16384. The default --max_table_mb is lowered to the budget if above.");
 ABSL_FLAG(uint64_t, sparse_default_max_rows, uint64_t{1} << 22,
           "Row limit per shard of a sparse table created without a bound of "
           "its own (lowered to what --max_table_mb buys).");
@@ -165,12 +165,12 @@ taups::ServerLimits LimitsFromFlags() {
   limits.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_mb) << 20;
   if (limits.memory_budget_bytes == 0) {
     limits.memory_budget_bytes = taups::DefaultMemoryBudget();
-    // Only the default per-table limit follows a small machine's budget; one
-    // given explicitly above it is refused by Validate.
-    if (absl::GetFlag(FLAGS_max_table_mb) == 2048) {
-      limits.max_table_bytes =
-          std::min(limits.max_table_bytes, limits.memory_budget_bytes);
-    }
+  }
+  // Only the default per-table limit follows a smaller budget; one given
+  // explicitly above the budget is refused by Validate.
+  if (absl::GetFlag(FLAGS_max_table_mb) == 2048) {
+    limits.max_table_bytes =
+        std::min(limits.max_table_bytes, limits.memory_budget_bytes);
   }
   limits.default_sparse_rows = absl::GetFlag(FLAGS_sparse_default_max_rows);
   limits.max_tables = absl::GetFlag(FLAGS_max_tables);

@@ -265,4 +265,14 @@ absl::Status ShardCalls::Stats(const v1::StatsRequest& request,
   return absl::OkStatus();
 }
 
+absl::Status ShardCalls::DropTable(const v1::DropTableRequest& request,
+                                   v1::DropTableResponse* response) {
+  absl::StatusOr<uint64_t> freed = store_->DropTable(request.name());
+  if (!freed.ok()) return freed.status();
+  response->set_shard_index(store_->shard_index());
+  response->set_freed_bytes(*freed);
+  response->set_server_incarnation(incarnation_);
+  return absl::OkStatus();
+}
+
 }  // namespace taups

@@ -54,6 +54,8 @@ class ShardCalls {
                               v1::SetConsistencyResponse* response);
   absl::Status Stats(const v1::StatsRequest& request,
                      v1::StatsResponse* response);
+  absl::Status DropTable(const v1::DropTableRequest& request,
+                         v1::DropTableResponse* response);
 
   ParameterStore* store() const { return store_; }
   uint64_t incarnation() const { return incarnation_; }

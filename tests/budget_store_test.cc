@@ -54,6 +54,7 @@ TEST_CASE("DropTable gives the table's budget back and frees its name") {
   CHECK(absl::StrContains(refused.message(), "table 'other' needs " + needs));
   CHECK(absl::StrContains(refused.message(), "memory budget 4.0 MiB, " + needs +
                                                  " in use (" + needs + " by 1 table"));
+  CHECK(absl::StrContains(refused.message(), "tables may take 3.5 MiB of it"));
   CHECK(absl::StrContains(refused.message(), "--memory_budget_mb"));
   CHECK(store.ListTables().size() == 1);
 

@@ -29,6 +29,30 @@ TEST_CASE("a charge is taken whole or not at all") {
   REQUIRE(budget.used(BudgetUse::kTables) == 0);
 }
 
+TEST_CASE("a use's cap keeps the rest of the budget for the other uses") {
+  MemoryBudget budget(1000, {700, 1000});
+  REQUIRE(budget.cap(BudgetUse::kTables) == 700);
+  REQUIRE(budget.TryReserve(BudgetUse::kTables, 700));
+  REQUIRE_FALSE(budget.TryReserve(BudgetUse::kTables, 1));  // its cap
+  REQUIRE(budget.TryReserve(BudgetUse::kWorkerState, 300));  // the rest
+  REQUIRE(budget.used() == 1000);
+  budget.Release(BudgetUse::kTables, 100);
+  // Room in the total, and within the cap.
+  REQUIRE(budget.TryReserve(BudgetUse::kTables, 100));
+  budget.Release(BudgetUse::kWorkerState, 300);
+  // Room in the total but not in the cap: refused, nothing taken.
+  REQUIRE_FALSE(budget.TryReserve(BudgetUse::kTables, 1));
+  REQUIRE(budget.used() == 700);
+  REQUIRE(budget.used(BudgetUse::kTables) == 700);
+  // A use whose total has no room gives its share back.
+  REQUIRE(budget.TryReserve(BudgetUse::kWorkerState, 300));
+  budget.Release(BudgetUse::kTables, 50);
+  REQUIRE(budget.TryReserve(BudgetUse::kWorkerState, 50));
+  REQUIRE_FALSE(budget.TryReserve(BudgetUse::kTables, 10));
+  REQUIRE(budget.used(BudgetUse::kTables) == 650);
+  REQUIRE(budget.used() == 1000);
+}
+
 TEST_CASE("a charge larger than any budget is refused without wrapping") {
   MemoryBudget budget(1000);
   REQUIRE(budget.TryReserve(BudgetUse::kTables, 10));

@@ -241,6 +241,25 @@ absl::Status ClientCore::SetConsistency(absl::string_view table,
   return absl::OkStatus();
 }
 
+absl::StatusOr<uint64_t> ClientCore::DropTable(absl::string_view name) {
+  v1::DropTableRequest request;
+  request.set_name(std::string(name));
+  std::atomic<uint64_t> freed{0};
+  // The callbacks have all run when CallEveryShard returns.
+  const absl::Status dropped = CallEveryShard<v1::DropTableRequest>(
+      request, [this, &freed](uint32_t s, v1::DropTableResponse* response) {
+        NoteIncarnation(s, response->server_incarnation());
+        freed.fetch_add(response->freed_bytes());
+        return absl::OkStatus();
+      });
+  {
+    absl::MutexLock lock(&mu_);
+    tables_.erase(name);
+  }
+  RETURN_IF_ERROR(dropped);
+  return freed.load();
+}
+
 absl::StatusOr<std::vector<TableShardStats>> ClientCore::Stats(
     absl::string_view table) {
   std::vector<TableShardStats> all(shards_.size());

@@ -65,6 +65,7 @@ class ClientCore final : public Client {
   absl::Status SetConsistency(absl::string_view table,
                               const ConsistencyConfig& consistency,
                               const StalenessConfig& staleness) override;
+  absl::StatusOr<uint64_t> DropTable(absl::string_view name) override;
   absl::StatusOr<std::vector<TableShardStats>> Stats(
       absl::string_view table) override;
   absl::Status SetCompression(absl::string_view table,

@@ -68,6 +68,9 @@ void GrpcTransport::Send(Rpc rpc, absl::Duration timeout,
     case Rpc::kStats:
       return Invoke(stub, timeout, &Async::Stats, request, response,
                     std::move(done));
+    case Rpc::kDropTable:
+      return Invoke(stub, timeout, &Async::DropTable, request, response,
+                    std::move(done));
   }
   done(absl::InternalError("unknown RPC"));
 }

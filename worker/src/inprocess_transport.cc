@@ -58,6 +58,9 @@ absl::Status InProcessTransport::Dispatch(
     case Rpc::kStats:
       return shard_->Stats(In<v1::StatsRequest>(request),
                            Out<v1::StatsRequest>(response));
+    case Rpc::kDropTable:
+      return shard_->DropTable(In<v1::DropTableRequest>(request),
+                               Out<v1::DropTableRequest>(response));
   }
   return absl::InternalError("unknown RPC");
 }

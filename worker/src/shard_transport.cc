@@ -15,6 +15,7 @@ absl::string_view RpcName(Rpc rpc) {
     case Rpc::kLeave: return "Leave";
     case Rpc::kSetConsistency: return "SetConsistency";
     case Rpc::kStats: return "Stats";
+    case Rpc::kDropTable: return "DropTable";
   }
   return "unknown";
 }

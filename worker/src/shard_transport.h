@@ -46,6 +46,7 @@ enum class Rpc {
   kLeave,
   kSetConsistency,
   kStats,
+  kDropTable,
 };
 
 absl::string_view RpcName(Rpc rpc);
@@ -70,6 +71,7 @@ TAUPS_RPC_OF(HeartbeatRequest, HeartbeatResponse, kHeartbeat);
 TAUPS_RPC_OF(LeaveRequest, LeaveResponse, kLeave);
 TAUPS_RPC_OF(SetConsistencyRequest, SetConsistencyResponse, kSetConsistency);
 TAUPS_RPC_OF(StatsRequest, StatsResponse, kStats);
+TAUPS_RPC_OF(DropTableRequest, DropTableResponse, kDropTable);
 #undef TAUPS_RPC_OF
 
 template <typename Request>

@@ -96,7 +96,8 @@ absl::Status PrintStats(Client& client, const std::string& table) {
 absl::Status Run(const std::vector<char*>& args) {
   if (args.size() != 2) {
     return absl::InvalidArgumentError(
-        "usage: ps_admin --servers=... --table=T stats|set-policy [policy flags]");
+        "usage: ps_admin --servers=... --table=T stats|set-policy|drop-table "
+        "[policy flags]");
   }
   const std::string command = args[1];
   const std::string table = absl::GetFlag(FLAGS_table);
@@ -112,8 +113,15 @@ absl::Status Run(const std::vector<char*>& args) {
                 ConsistencyKindName(policy.consistency.kind));
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError("unknown command '" + command +
-                                    "'; expected stats or set-policy");
+  if (command == "drop-table") {
+    ASSIGN_OR_RETURN(const uint64_t freed, client->DropTable(table));
+    std::printf("table %s dropped on %d shards; %lu bytes of memory budget freed\n",
+                table.c_str(), client->num_shards(),
+                static_cast<unsigned long>(freed));
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      "unknown command '" + command + "'; expected stats, set-policy or drop-table");
 }
 
 }  // namespace
@@ -128,6 +136,8 @@ int main(int argc, char** argv) {
       "  ps_admin --servers=h:p,h:p --table=T --num_workers=N set-policy "
       "--consistency=sync|semi_sync|ssp|async [--quorum --step_timeout_s "
       "--late --ssp_bound --tau_max --downweight ...]\n"
+      "  ps_admin --servers=h:p,h:p --table=T drop-table   (frees its memory "
+      "budget on every shard)\n"
       "Exit status 2 for a flag out of range, 1 for other failures.",
       ranges);
   // Results go to stdout; the client library's warnings to stderr.

@@ -260,6 +260,10 @@ class Client {
   virtual absl::Status SetConsistency(absl::string_view table,
                                       const ConsistencyConfig& consistency,
                                       const StalenessConfig& staleness) = 0;
+  // Admin: drops `name` on every shard, giving each shard's memory budget
+  // back; returns the bytes given back, summed over the shards. NOT_FOUND if
+  // a shard has no such table (the others still drop theirs).
+  virtual absl::StatusOr<uint64_t> DropTable(absl::string_view name) = 0;
   // What every shard measured for `table`.
   virtual absl::StatusOr<std::vector<TableShardStats>> Stats(
       absl::string_view table) = 0;
