@@ -10,7 +10,9 @@
 //
 // The gradients are small integers and the learning rate is 1, so every
 // partial sum is exact in float and any order of application gives the same
-// bits: a value off by one gradient is a push applied twice or never.
+// bits: a value off by one gradient is a push applied twice or never. The
+// same gradients also go, fp16-encoded, to a second dense table ("wc"):
+// small integers are exact in fp16, so it must end equal to the first.
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -109,6 +111,7 @@ WorkerPlan PlanFor(uint64_t seed, uint32_t worker) {
 struct WorkerTally {
   std::vector<uint64_t> dense_accepted = std::vector<uint64_t>(kShards, 0);
   std::vector<uint64_t> sparse_accepted = std::vector<uint64_t>(kShards, 0);
+  std::vector<uint64_t> encoded_accepted = std::vector<uint64_t>(kShards, 0);
   uint64_t duplicates_answered = 0;
   std::vector<std::string> errors;
 };
@@ -139,6 +142,12 @@ void RunWorker(Client& client, const WorkerPlan& plan, WorkerTally* tally) {
     } else {
       tally->errors.push_back(pushed.status().ToString());
     }
+    pushed = client.PushDense("wc", plan.dense[p]);
+    if (pushed.ok()) {
+      note(*pushed, tally->encoded_accepted);
+    } else {
+      tally->errors.push_back(pushed.status().ToString());
+    }
     pulled = client.PullSparse("emb", plan.keys[p], absl::MakeSpan(rows));
     if (!pulled.ok()) tally->errors.push_back(pulled.status().ToString());
     pushed = client.PushSparse("emb", plan.keys[p], plan.rows[p]);
@@ -161,7 +170,10 @@ TEST_CASE("every push duplicated, reordered and resent is applied exactly once",
     // A clean client creates the tables and reads the result at the end.
     auto admin = Open(Options(1000, false), InProcessTransports(shards.raw));
     REQUIRE(admin->CreateTable(WithPlainSgd(TableConfig::Dense("w", kDenseSize))).ok());
+    REQUIRE(admin->CreateTable(WithPlainSgd(TableConfig::Dense("wc", kDenseSize))).ok());
     REQUIRE(admin->CreateTable(WithPlainSgd(TableConfig::Sparse("emb", kDim))).ok());
+    CompressionConfig fp16;
+    fp16.push.codec = CodecKind::kFp16;
 
     std::vector<WorkerPlan> plans;
     std::vector<WorkerTally> tallies(kWorkers);
@@ -182,6 +194,7 @@ TEST_CASE("every push duplicated, reordered and resent is applied exactly once",
         transports.push_back(std::move(injector));
       }
       workers.push_back(Open(Options(w, true), std::move(transports)));
+      REQUIRE(workers.back()->SetCompression("wc", fp16).ok());
     }
     std::vector<std::thread> threads;
     for (uint32_t w = 0; w < kWorkers; ++w) {
@@ -202,7 +215,8 @@ TEST_CASE("every push duplicated, reordered and resent is applied exactly once",
     std::vector<float> dense_expected(kDenseSize, 0.0f);
     std::vector<std::vector<float>> rows_expected(
         kKeySpace, std::vector<float>(kDim, 0.0f));
-    std::vector<uint64_t> dense_accepted(kShards, 0), sparse_accepted(kShards, 0);
+    std::vector<uint64_t> dense_accepted(kShards, 0), sparse_accepted(kShards, 0),
+        encoded_accepted(kShards, 0);
     for (uint32_t w = 0; w < kWorkers; ++w) {
       CAPTURE(w);
       INFO(absl::StrJoin(tallies[w].errors, "; "));
@@ -210,6 +224,7 @@ TEST_CASE("every push duplicated, reordered and resent is applied exactly once",
       for (uint32_t s = 0; s < kShards; ++s) {
         dense_accepted[s] += tallies[w].dense_accepted[s];
         sparse_accepted[s] += tallies[w].sparse_accepted[s];
+        encoded_accepted[s] += tallies[w].encoded_accepted[s];
       }
       duplicates_answered += tallies[w].duplicates_answered;
       for (int p = 0; p < kPushesPerWorker; ++p) {
@@ -226,6 +241,7 @@ TEST_CASE("every push duplicated, reordered and resent is applied exactly once",
     // Every push reached both shards (dense) and was accepted once.
     for (uint32_t s = 0; s < kShards; ++s) {
       CHECK(dense_accepted[s] == kWorkers * kPushesPerWorker);
+      CHECK(encoded_accepted[s] == kWorkers * kPushesPerWorker);
     }
 
     std::vector<float> dense(kDenseSize);
@@ -235,6 +251,14 @@ TEST_CASE("every push duplicated, reordered and resent is applied exactly once",
       CHECK(pulled->shard_versions[s] == dense_accepted[s]);
     }
     uint64_t dense_wrong = 0;
+    for (uint64_t i = 0; i < kDenseSize; ++i) dense_wrong += dense[i] != dense_expected[i];
+    CHECK(dense_wrong == 0);
+    pulled = admin->PullDense("wc", absl::MakeSpan(dense));
+    REQUIRE(pulled.ok());
+    for (uint32_t s = 0; s < kShards; ++s) {
+      CHECK(pulled->shard_versions[s] == encoded_accepted[s]);
+    }
+    dense_wrong = 0;
     for (uint64_t i = 0; i < kDenseSize; ++i) dense_wrong += dense[i] != dense_expected[i];
     CHECK(dense_wrong == 0);
 
