@@ -270,5 +270,27 @@ class DenseParametersTest(unittest.TestCase):
             self.assertTrue(bool((w0.abs() <= 0.3).all()))
 
 
+class WorkerFromEnvTest(unittest.TestCase):
+
+    def test_rank_and_world_size_or_the_arguments(self):
+        saved = {k: os.environ.pop(k, None) for k in ("RANK", "WORLD_SIZE")}
+        try:
+            self.assertEqual(tt.worker_from_env(), (0, 1))
+            os.environ.update(RANK="3", WORLD_SIZE="4")
+            self.assertEqual(tt.worker_from_env(), (3, 4))
+            self.assertEqual(tt.worker_from_env(1, 2), (1, 2))
+            os.environ["RANK"] = "4"
+            with self.assertRaisesRegex(ValueError, r"4 is not in \[0, 4\)"):
+                tt.worker_from_env()
+            os.environ["RANK"] = "x"
+            with self.assertRaisesRegex(ValueError, r"\$RANK='x'"):
+                tt.worker_from_env()
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k, None)
+                if v is not None:
+                    os.environ[k] = v
+
+
 if __name__ == "__main__":
     unittest.main()
