@@ -269,6 +269,22 @@ TEST_CASE("tokens and certificates map to roles; a spoofed worker id changes not
   REQUIRE(StatsCode(*reader, &stats) == grpc::StatusCode::OK);
   CHECK(stats.tables(0).info().version() == 2);
 
+  // The client library as worker 1 of "trainers", and as a worker id the
+  // token does not own (its registration at Connect is refused).
+  ClientOptions options;
+  options.servers = {shards[0].address()};
+  options.tls_ca_file = pki.ca;
+  options.auth_token = kWorkerToken;
+  options.worker_id = 1;
+  auto client = Client::Connect(options);
+  REQUIRE(client.ok());
+  std::vector<float> values(4);
+  REQUIRE((*client)->PullDense("w", absl::MakeSpan(values)).ok());
+  CHECK((*client)->PushDense("w", std::vector<float>(4, 0.5f)).ok());
+  CHECK(absl::IsPermissionDenied((*client)->CreateTable(TableConfig::Dense("x", 4))));
+  options.worker_id = 6;
+  CHECK(absl::IsPermissionDenied(Client::Connect(options).status()));
+
   // ps_admin with an admin token; with a reader's, a policy change is denied.
   const std::string admin_token = dir.path() + "/admin.token";
   WriteAuthFile(admin_token, kAdminToken);
