@@ -13,6 +13,9 @@
 #include "server/limits.h"
 #include "common/status_macros.h"
 #include "server/parameter_store.h"
+#include "server/shard_calls.h"
+#include "worker/src/client_core.h"
+#include "worker/src/inprocess_transport.h"
 #include "worker/src/shard_router.h"
 #include "worker/trainer/cpu_math_backend.h"
 #include "worker/trainer/shard_sampler.h"
@@ -41,10 +44,12 @@ enum class WorkerState { kBlocked, kComputing, kDead };
 struct Worker {
   uint32_t id = 0;
   WorkerState state = WorkerState::kBlocked;
-  uint64_t clock = 0;
+  // The worker's client: the real client core, in process. It plans the
+  // slices, keeps the versions the last pull read (the next push's base),
+  // numbers the pushes and keeps the clock.
+  std::unique_ptr<ClientCore> client;
+  uint64_t clock = 0;  // the client's, as of its last pull or push
   uint64_t steps_started = 0;
-  uint64_t seq = 0;
-  std::vector<uint64_t> base_versions;  // per shard, from the last pull
   std::vector<float> grad;  // what the next push sends (decoded)
   double grad_norm_sq = 0.0;
   std::unique_ptr<SimPushCompression> compression;
@@ -97,6 +102,8 @@ class Simulator {
 
   ManualClock clock_{absl::UnixEpoch()};
   std::vector<std::unique_ptr<ParameterStore>> stores_;
+  // The stores' RPCs as plain calls: what the workers' clients reach.
+  std::vector<std::unique_ptr<ShardCalls>> shard_calls_;
   std::vector<DenseSlice> plan_;
   trainer::CpuMathBackend backend_;
   std::unique_ptr<ClassifierModel> model_;
@@ -158,7 +165,11 @@ absl::Status Simulator::Setup() {
                                                        &clock_, lease));
     bool created = false;
     RETURN_IF_ERROR(stores_.back()->CreateTable(table, false, &created).status());
+    shard_calls_.push_back(
+        std::make_unique<ShardCalls>(stores_.back().get(), kIncarnation));
   }
+  std::vector<ShardCalls*> shards;
+  for (const auto& calls : shard_calls_) shards.push_back(calls.get());
   plan_ = PlanDenseSlices(n, config_.num_shards, config_.slice_elements);
   timeout_scheduled_for_.assign(config_.num_shards,
                                 std::numeric_limits<uint64_t>::max());
@@ -171,7 +182,17 @@ absl::Status Simulator::Setup() {
   for (uint32_t i = 0; i < config_.num_workers; ++i) {
     Worker& w = workers_[i];
     w.id = i;
-    w.base_versions.assign(config_.num_shards, 0);
+    // Membership (leases, heartbeats in simulated time) stays the
+    // simulator's; the client only pulls and pushes, and never waits: a
+    // pull is sent once PullReady says it would be served.
+    ClientOptions options;
+    options.worker_id = i;
+    options.worker_incarnation = kIncarnation;
+    options.register_worker = false;
+    options.slice_bytes = config_.slice_elements * sizeof(float);
+    options.max_attempts = 1;  // nothing in process is worth a retry
+    ASSIGN_OR_RETURN(w.client,
+                     ClientCore::Open(options, InProcessTransports(shards)));
     w.grad.resize(n);
     w.compression = std::make_unique<SimPushCompression>(
         config_.compression, config_.seed, i, n);
@@ -257,22 +278,10 @@ absl::Status Simulator::TryPull(Worker& w) {
     ASSIGN_OR_RETURN(bool ready, store->PullReady(kTable, ctx));
     if (!ready) return absl::OkStatus();  // stays blocked
   }
-  std::fill(w.base_versions.begin(), w.base_versions.end(),
-            std::numeric_limits<uint64_t>::max());
-  uint64_t step = 0;
-  for (const DenseSlice& slice : plan_) {
-    ASSIGN_OR_RETURN(
-        PullResult pulled,
-        stores_[slice.shard]->PullDense(
-            kTable, slice.offset,
-            absl::MakeSpan(params_.data() + slice.offset, slice.count), ctx));
-    // Slices of one shard may read different versions; keep the oldest (as
-    // the client does), so tau is never under-reported.
-    w.base_versions[slice.shard] =
-        std::min(w.base_versions[slice.shard], pulled.version);
-    step = std::max(step, pulled.step);
-  }
-  w.clock = std::max(w.clock, step);  // the client's catch-up
+  // The client reads every slice, keeps each shard's oldest version as
+  // the next push's base, and catches its clock up to the open step.
+  RETURN_IF_ERROR(w.client->PullDense(kTable, absl::MakeSpan(params_)).status());
+  w.clock = w.client->clock();
   const double waited = absl::ToDoubleSeconds(clock_.Now() - w.blocked_since);
   w.wait_s += waited;
   result_.pull_wait_s.Add(waited);
@@ -330,31 +339,18 @@ absl::Status Simulator::TryPull(Worker& w) {
 absl::Status Simulator::Push(Worker& w) {
   --computing_;
   if (w.state == WorkerState::kDead) return absl::OkStatus();
-  PushMeta meta;
-  meta.origin = PushOrigin{w.id, kIncarnation, ++w.seq};
-  meta.clock = w.clock;
-  meta.push_norm_sq = w.grad_norm_sq;
-  std::vector<bool> seen(stores_.size(), false);
   uint64_t tau = 0;
   bool accepted = true;
   bool refused = w.encode_failed;
-  for (const DenseSlice& slice : plan_) {
-    if (w.encode_failed) break;  // nothing to send
-    meta.base_version = w.base_versions[slice.shard];
-    meta.slices = slice.slices_in_shard;
-    meta.slice_index = slice.index_in_shard;
-    absl::StatusOr<PushOutcome> outcome = stores_[slice.shard]->PushDense(
-        kTable, slice.offset,
-        absl::MakeConstSpan(w.grad.data() + slice.offset, slice.count), meta);
-    if (!outcome.ok()) {
+  if (!w.encode_failed) {
+    // Each shard answers for its slices whole (its last slice's answer).
+    absl::StatusOr<PushResult> pushed = w.client->PushDense(kTable, w.grad, nullptr);
+    if (pushed.ok()) {
+      tau = pushed->max_tau();
+      accepted = pushed->all_accepted();
+    } else {
       refused = true;
-      continue;
     }
-    if (outcome->staged) continue;  // the push's last slice answers for it
-    if (seen[slice.shard]) continue;
-    seen[slice.shard] = true;
-    tau = std::max(tau, outcome->tau);
-    accepted = accepted && outcome->accepted;
   }
   ++result_.pushes;
   ++w.pushes;
@@ -377,7 +373,8 @@ absl::Status Simulator::Push(Worker& w) {
       ++result_.over_tau_max;
     }
   }
-  ++w.clock;
+  w.client->Clock();
+  w.clock = w.client->clock();
   w.state = WorkerState::kBlocked;
   w.blocked_since = clock_.Now();
   last_activity_ = clock_.Now();

@@ -5,15 +5,20 @@
 // Each worker is a small state machine driven by a discrete-event queue:
 //
 //   pull     when every shard's policy lets the worker read at its clock
-//            (PullReady), it pulls the whole table (slices planned by the
-//            client's PlanDenseSlices), remembering each shard's version;
-//            otherwise it is blocked until the store changes.
+//            (PullReady), its client pulls the whole table; otherwise it is
+//            blocked until the store changes.
 //   compute  it really computes the loss and gradient of its next mini-batch
 //            (ShardSampler order) on what it pulled, and draws how long that
 //            took from the ComputeTimeModel.
-//   push     at pull time + duration it pushes every slice (base_version per
-//            shard, its clock, the push's squared norm), then clock += 1 and
-//            pulls again.
+//   push     at pull time + duration its client pushes the gradient, then
+//            the client's clock moves on (Clock()) and it pulls again.
+//
+// The client is the worker library's own core (ClientCore, the code behind
+// taups::Client) over in-process transports to the stores' ShardCalls: it
+// plans the slices, keeps each shard's pulled version as the next push's
+// base, numbers the pushes (worker, incarnation, seq), measures the push's
+// squared norm and joins the shards' answers, exactly as over gRPC. Leases
+// and heartbeats stay the simulator's, in simulated time.
 //
 // Compression (SimConfig::compression; docs/EXPERIMENTS.md): with
 // accumulate_steps = k the worker computes the gradients of k mini-batches on
