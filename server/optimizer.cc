@@ -141,11 +141,10 @@ class MomentumOptimizer final : public RuleOptimizer<MomentumOptimizer> {
   // |v'| <= mu max|v| + max|g| (0 < mu < 1), and the change is |lr v'|.
   bool StepFiniteFor(const float* v, size_t n, float max_abs_g,
                      float lr_factor) const override {
-    uint32_t bits[1];
-    MaxSlotBits<1>(v, n, {0x7fffffffu}, bits);
-    const double max_v = BoundOf(bits[0]);
-    if (max_v < 0.0 || !(max_abs_g >= 0.0f)) return false;
-    const double velocity = (momentum_ * max_v + max_abs_g) * kRounding;
+    const float max_v = MaxAbs(absl::MakeConstSpan(v, n));  // inf: not finite
+    if (!std::isfinite(max_v) || !(max_abs_g >= 0.0f)) return false;
+    const double velocity =
+        (double{momentum_} * max_v + max_abs_g) * kRounding;
     return velocity <= 1e38 &&
            std::abs(double{lr_} * lr_factor) * velocity <= kSafeChange;
   }
