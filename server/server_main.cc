@@ -334,6 +334,8 @@ int main(int argc, char** argv) {
       const absl::Status reloaded = s->ReloadAuth();
       if (reloaded.ok()) {
         spdlog::info("SIGHUP: auth file reloaded");
+      } else if (absl::IsFailedPrecondition(reloaded)) {
+        spdlog::info("SIGHUP: no --auth_file to reread");
       } else {
         spdlog::error("SIGHUP: {}; the principals loaded before stay",
                       std::string(reloaded.message()));
