@@ -65,10 +65,12 @@ absl::Status TableConfig::Validate() const {
           "sparse table '", name, "': max_rows ", sparse_max_rows,
           " is below the 64 lock stripes it is split over (0 = unbounded)"));
     }
-    if (!std::isfinite(sparse_ttl_s) || sparse_ttl_s < 0.0) {
+    // At most a billion seconds (~31.7 years): the table keeps the ttl in
+    // int64 nanoseconds, which hold about 9.2e9 s.
+    if (!std::isfinite(sparse_ttl_s) || sparse_ttl_s < 0.0 || sparse_ttl_s > 1e9) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "sparse table '", name, "': ttl must be finite and >= 0 seconds (0 "
-          "= rows never expire)"));
+          "sparse table '", name, "': ttl must be in [0, 1e9] seconds (0 "
+          "= rows never expire), got ", sparse_ttl_s));
     }
     if (!(sparse_admit_probability > 0.0f && sparse_admit_probability <= 1.0f)) {
       return absl::InvalidArgumentError(absl::StrCat(

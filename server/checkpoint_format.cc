@@ -187,6 +187,12 @@ absl::StatusOr<PartitionCheckpoint> ReadPartitionFile(CheckpointReadableFile* fi
   RETURN_IF_ERROR(r.Begin(BlockType::kPolicy));
   RETURN_IF_ERROR(GetPolicySnapshot(r, &p.snapshot.policy));
   RETURN_IF_ERROR(r.End());
+  // Restore puts the policy's settings in force: they must be the config's
+  // (validated above), as CapturePartition writes them.
+  if (!(p.snapshot.policy.consistency == p.config.consistency) ||
+      !(p.snapshot.policy.staleness == p.config.staleness)) {
+    return r.Corrupt("policy settings differ from the table config's");
+  }
 
   RETURN_IF_ERROR(r.Begin(BlockType::kDedup));
   RETURN_IF_ERROR(GetDedupSnapshot(r, &p.snapshot.dedup));

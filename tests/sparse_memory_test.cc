@@ -524,6 +524,10 @@ TEST_CASE("sparse limits are validated") {
   sparse.sparse_admit_probability = 1.0f;
   sparse.sparse_ttl_s = -1;
   REQUIRE(sparse.Validate().code() == absl::StatusCode::kInvalidArgument);
+  sparse.sparse_ttl_s = 1e10;  // past int64 nanoseconds (checkpoint_fuzzer)
+  REQUIRE(sparse.Validate().code() == absl::StatusCode::kInvalidArgument);
+  sparse.sparse_ttl_s = 1e9;
+  REQUIRE(sparse.Validate().ok());
   sparse.sparse_ttl_s = 30;
   sparse.sparse_eviction = SparseEvictionKind::kLfu;
   REQUIRE(sparse.Validate().ok());
