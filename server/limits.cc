@@ -158,9 +158,20 @@ absl::Status TableOverBudget(const TableConfig& config, const TableCost& cost,
       HumanBytes(budget.used(BudgetUse::kTables)), " by ", tables,
       tables == 1 ? " table" : " tables", ", ",
       HumanBytes(budget.used(BudgetUse::kWorkerState)),
-      " by per-worker state); tables may take ",
+      " by per-worker state, ", HumanBytes(budget.used(BudgetUse::kStaged)),
+      " by staged pushes); tables may take ",
       HumanBytes(budget.cap(BudgetUse::kTables)),
       " of it (--memory_budget_mb; DropTable frees a table)"));
+}
+
+std::string BudgetInUse(const MemoryBudget& budget) {
+  return absl::StrCat(
+      "memory budget ", HumanBytes(budget.limit()), ", ",
+      HumanBytes(budget.used()), " in use (",
+      HumanBytes(budget.used(BudgetUse::kTables)), " by tables, ",
+      HumanBytes(budget.used(BudgetUse::kWorkerState)), " by per-worker state, ",
+      HumanBytes(budget.used(BudgetUse::kStaged)),
+      " by staged pushes) (--memory_budget_mb)");
 }
 
 uint64_t DefaultMemoryBudget() {

@@ -47,8 +47,9 @@
 // kWorkerSeatBytes, plus, while the table uses delay compensation, a copy of
 // the shard's dense range (4 bytes per element) — refused past the budget or
 // past max_workers_per_table. The slices of pushes staged until their last
-// slice (max_staged_bytes) and the dedup windows (DedupWindow's bounds) are
-// bounded by their own limits, not charged to the budget.
+// slice are charged while they wait (and bounded per table part by
+// max_staged_bytes); the dedup windows are bounded by DedupWindow's limits,
+// not charged to the budget.
 //
 // A size over one of these limits is refused with RESOURCE_EXHAUSTED; a
 // malformed request (a size the table cannot hold at all) with
@@ -145,6 +146,9 @@ inline constexpr uint64_t TablesShareOf(uint64_t budget) {
 // it needs, the budget, the tables' share, and what is in use by whom.
 absl::Status TableOverBudget(const TableConfig& config, const TableCost& cost,
                              const MemoryBudget& budget, uint64_t tables);
+// "memory budget 64.0 MiB, 60.2 MiB in use (48.1 MiB by tables, 12.1 MiB
+// by per-worker state, 0 B by staged pushes) (--memory_budget_mb)"
+std::string BudgetInUse(const MemoryBudget& budget);
 
 // The budget ps_server gets without --memory_budget_mb: three quarters of
 // the memory this process may use (the smaller of MemTotal and the cgroup's

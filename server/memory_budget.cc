@@ -21,6 +21,8 @@ const char* BudgetUseName(BudgetUse use) {
       return "tables";
     case BudgetUse::kWorkerState:
       return "worker_state";
+    case BudgetUse::kStaged:
+      return "staged";
   }
   return "unknown";
 }

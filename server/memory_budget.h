@@ -17,6 +17,8 @@
 //   kWorkerState  per (table, worker) bookkeeping, and delay compensation's
 //                 copy of the shard's range for each worker that pulls a DC
 //                 table
+//   kStaged       slices of multi-slice pushes waiting for their other
+//                 slices (StagedPushes), while they wait
 //
 // Thread-safe and lock-free: the counters are atomics, TryReserve is a
 // compare-and-swap loop on the total.
@@ -29,9 +31,10 @@
 
 namespace taups {
 
-enum class BudgetUse { kTables = 0, kWorkerState = 1 };
-inline constexpr int kBudgetUses = 2;
-const char* BudgetUseName(BudgetUse use);  // "tables", "worker_state"
+enum class BudgetUse { kTables = 0, kWorkerState = 1, kStaged = 2 };
+inline constexpr int kBudgetUses = 3;
+// "tables", "worker_state", "staged"
+const char* BudgetUseName(BudgetUse use);
 
 class MemoryBudget {
  public:

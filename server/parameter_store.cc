@@ -23,7 +23,7 @@ ParameterStore::ParameterStore(uint32_t shard_index, uint32_t num_shards,
       membership_(clock, default_lease),
       budget_(limits.memory_budget_bytes,
               {TablesShareOf(limits.memory_budget_bytes),
-               limits.memory_budget_bytes}),
+               limits.memory_budget_bytes, limits.memory_budget_bytes}),
       waiting_(limits.max_waiting_per_worker, limits.max_waiting_calls) {}
 
 uint64_t ParameterStore::reserved_bytes() const {
@@ -35,6 +35,7 @@ ResourceStats ParameterStore::Resources() const {
   r.budget_bytes = budget_.limit();
   r.table_bytes = budget_.used(BudgetUse::kTables);
   r.worker_state_bytes = budget_.used(BudgetUse::kWorkerState);
+  r.staged_bytes = budget_.used(BudgetUse::kStaged);
   r.budget_refusals = budget_.refusals();
   const WaitingCalls::Counts waiting = waiting_.counts();
   r.waiting_calls = waiting.waiting;
@@ -95,6 +96,7 @@ absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& request
     }
     PartitionLimits partition_limits;
     partition_limits.max_staged_bytes = limits_.max_staged_bytes;
+    partition_limits.budget = &budget_;
     entry->partition = std::make_shared<Partition>(std::move(table), clock_,
                                                    partition_limits);
     entry->partition->SetLiveWorkers(membership_.LiveWorkers(),

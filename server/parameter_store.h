@@ -94,6 +94,7 @@ struct ResourceStats {
   uint64_t budget_bytes = 0;
   uint64_t table_bytes = 0;         // charged by tables
   uint64_t worker_state_bytes = 0;  // charged by per-worker state
+  uint64_t staged_bytes = 0;        // charged by staged push slices
   uint64_t budget_refusals = 0;     // charges the budget refused
   uint64_t waiting_calls = 0;       // pulls waiting for their policy now
   uint64_t waiting_refused_per_worker = 0;

@@ -23,7 +23,7 @@ Partition::Partition(std::unique_ptr<Table> table, const Clock* clock,
       clock_(clock),
       limits_(limits),
       controller_(table_.get(), clock),
-      staged_(limits.max_staged_bytes),
+      staged_(limits.max_staged_bytes, limits.budget),
       dedup_(limits.dedup_per_incarnation, limits.dedup_max_incarnations) {}
 
 void Partition::Apply(absl::FunctionRef<void()> work)
@@ -270,7 +270,7 @@ absl::Status Partition::Restore(const PartitionSnapshot& snapshot) {
       return;
     }
     dedup_.Import(snapshot.dedup);
-    staged_ = StagedPushes(limits_.max_staged_bytes);
+    staged_ = StagedPushes(limits_.max_staged_bytes, limits_.budget);
     // The restore itself is counted by Apply, after the restored position.
     applied_ = snapshot.applied;
   });

@@ -43,6 +43,7 @@
 #include "common/clock.h"
 #include "server/consistency_controller.h"
 #include "server/dedup_window.h"
+#include "server/memory_budget.h"
 #include "server/push_types.h"
 #include "server/staged_pushes.h"
 #include "server/table.h"
@@ -59,6 +60,9 @@ struct PartitionLimits {
   absl::Duration staged_push_timeout = absl::Minutes(2);
   size_t dedup_per_incarnation = DedupWindow::kDefaultPerIncarnation;
   size_t dedup_max_incarnations = DedupWindow::kDefaultMaxIncarnations;
+  // When set (it must outlive the partition), staged slices are charged to
+  // it while they wait (BudgetUse::kStaged).
+  MemoryBudget* budget = nullptr;
 };
 
 // One validated slice of a push.

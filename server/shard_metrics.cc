@@ -13,12 +13,15 @@ void WriteResourceMetrics(const ResourceStats& r, MetricsWriter& out) {
             "The shard's memory budget (--memory_budget_mb).", {}, r.budget_bytes);
   const char* kUsedHelp =
       "Bytes charged to the memory budget, by use: tables (values, optimizer "
-      "state, sparse rows at their row limit) and worker_state (per-worker "
-      "bookkeeping, delay-compensation copies).";
+      "state, sparse rows at their row limit), worker_state (per-worker "
+      "bookkeeping, delay-compensation copies) and staged (slices of "
+      "unfinished multi-slice pushes).";
   out.Gauge("taups_memory_used_bytes", kUsedHelp, {{"use", "tables"}},
             r.table_bytes);
   out.Gauge("taups_memory_used_bytes", kUsedHelp, {{"use", "worker_state"}},
             r.worker_state_bytes);
+  out.Gauge("taups_memory_used_bytes", kUsedHelp, {{"use", "staged"}},
+            r.staged_bytes);
   out.Counter("taups_memory_budget_refusals_total",
               "Tables and worker state refused because the budget was full.", {},
               r.budget_refusals);

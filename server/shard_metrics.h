@@ -11,7 +11,8 @@
 //   workers{state=live|dead|left}                              gauge
 //   lease_expirations_total                                    counter
 //   nonfinite_gradients_total                                  counter
-//   memory_budget_bytes, memory_used_bytes{use=tables|worker_state} gauge
+//   memory_budget_bytes, memory_used_bytes{use=tables|worker_state|staged}
+//                                                              gauge
 //   memory_budget_refusals_total                               counter
 //   waiting_pulls                                              gauge
 //   waiting_pulls_refused_total{limit=per_worker|total}        counter

@@ -1,10 +1,28 @@
 #include "server/staged_pushes.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/limits.h"
 
 namespace taups {
+
+StagedPushes& StagedPushes::operator=(StagedPushes&& other) noexcept {
+  if (this != &other) {
+    if (budget_ != nullptr) budget_->Release(BudgetUse::kStaged, bytes_);
+    max_bytes_ = other.max_bytes_;
+    budget_ = other.budget_;
+    bytes_ = std::exchange(other.bytes_, 0);
+    pushes_ = std::move(other.pushes_);
+    other.pushes_.clear();
+  }
+  return *this;
+}
+
+StagedPushes::~StagedPushes() {
+  if (budget_ != nullptr) budget_->Release(BudgetUse::kStaged, bytes_);
+}
 
 GradientPart StagedSlice::AsPart() const {
   GradientPart part;
@@ -58,6 +76,11 @@ absl::StatusOr<StagedPushes::Added> StagedPushes::Add(
         bytes_ + bytes, " bytes of unfinished multi-slice pushes; the limit "
         "is ", max_bytes_, " (--max_staged_mb)"));
   }
+  if (budget_ != nullptr && !budget_->TryReserve(BudgetUse::kStaged, bytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "staging slice ", index, " (", bytes, " bytes) of a multi-slice push: ",
+        BudgetInUse(*budget_)));
+  }
   if (it == pushes_.end()) {
     it = pushes_.emplace(KeyOf(origin), Push{header, now, {}, 0}).first;
   }
@@ -73,6 +96,7 @@ std::vector<StagedSlice> StagedPushes::Take(const PushOrigin& origin) {
   if (it == pushes_.end()) return {};
   std::vector<StagedSlice> slices = std::move(it->second.slices);
   bytes_ -= it->second.bytes;
+  if (budget_ != nullptr) budget_->Release(BudgetUse::kStaged, it->second.bytes);
   pushes_.erase(it);
   std::sort(slices.begin(), slices.end(),
             [](const StagedSlice& a, const StagedSlice& b) {

@@ -4,7 +4,9 @@
 // copies. So a push whose third slice is refused has changed nothing.
 //
 // Bounded: Add refuses (RESOURCE_EXHAUSTED, with the numbers) a slice that
-// would take the bytes held past `max_bytes`. A push whose other slices never
+// would take the bytes held past `max_bytes`, or that the shard's memory
+// budget (when given) has no room for; staged bytes are charged to it until
+// their push is taken or dropped, or this object is destroyed. A push whose other slices never
 // come is dropped by the partition after a time limit (Older).
 //
 // Thread-compatible: the partition calls it from its ordered apply path.
@@ -18,6 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/memory_budget.h"
 #include "server/push_types.h"
 #include "server/table.h"
 
@@ -50,7 +53,13 @@ struct StagedSlice {
 
 class StagedPushes {
  public:
-  explicit StagedPushes(uint64_t max_bytes) : max_bytes_(max_bytes) {}
+  // `budget`, when not null, must outlive this object.
+  explicit StagedPushes(uint64_t max_bytes, MemoryBudget* budget = nullptr)
+      : max_bytes_(max_bytes), budget_(budget) {}
+  StagedPushes(const StagedPushes&) = delete;
+  StagedPushes& operator=(const StagedPushes&) = delete;
+  StagedPushes& operator=(StagedPushes&& other) noexcept;  // gives ours back
+  ~StagedPushes();
 
   enum class Added {
     kStaged,     // copied; more slices to come
@@ -88,6 +97,7 @@ class StagedPushes {
   };
 
   uint64_t max_bytes_;
+  MemoryBudget* budget_;
   uint64_t bytes_ = 0;
   absl::flat_hash_map<Key, Push> pushes_;
 };

@@ -20,11 +20,7 @@ absl::Status TableWorkers::OverBudget(uint32_t worker, uint64_t bytes,
           ? absl::StrCat(" (delay compensation's copy of ",
                          WithThousands(copy_bytes / 4), " floats)")
           : "",
-      "; memory budget ", HumanBytes(budget_->limit()), ", ",
-      HumanBytes(budget_->used()), " in use (",
-      HumanBytes(budget_->used(BudgetUse::kTables)), " by tables, ",
-      HumanBytes(budget_->used(BudgetUse::kWorkerState)),
-      " by per-worker state) (--memory_budget_mb)"));
+      "; ", BudgetInUse(*budget_)));
 }
 
 absl::Status TableWorkers::Admit(uint32_t worker, uint64_t copy_bytes) {

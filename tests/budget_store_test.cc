@@ -40,6 +40,14 @@ ServerLimits Budget(uint64_t bytes) {
   return limits;
 }
 
+void CheckRefused(const absl::Status& status, const std::string& says,
+                  const std::string& flag) {
+  INFO(status.ToString());
+  CHECK(status.code() == absl::StatusCode::kResourceExhausted);
+  CHECK(absl::StrContains(status.message(), says));
+  CHECK(absl::StrContains(status.message(), flag));
+}
+
 TEST_CASE("DropTable gives the table's budget back and frees its name") {
   ParameterStore store(0, 1, RealClock::Get(), absl::Seconds(10), Budget(4 * kMiB));
   // 3 MiB of values + fixed bytes: a second one does not fit beside it.
@@ -79,6 +87,36 @@ TEST_CASE("DropTable gives the table's budget back and frees its name") {
   // The name and the bytes are free again: the refused table now fits.
   REQUIRE(Create(store, TableConfig::Dense("other", 3 * kMiB / 4)).ok());
   REQUIRE(Create(store, big).code() == absl::StatusCode::kResourceExhausted);
+}
+
+TEST_CASE("staged slices of unfinished pushes are charged while they wait") {
+  ParameterStore store(0, 1, RealClock::Get(), absl::Seconds(10), Budget(4 * kMiB));
+  constexpr uint64_t kFloats = 256 * 1024;  // 1 MiB; slices of half of it
+  REQUIRE(Create(store, TableConfig::Dense("w", kFloats)).ok());
+  const std::vector<float> half(kFloats / 2, 0.25f);
+  auto slice = [&](uint64_t seq, uint32_t index) {
+    PushMeta meta;
+    meta.origin = PushOrigin{0, 1, seq};
+    meta.slices = 2;
+    meta.slice_index = index;
+    return store.PushDense("w", index * kFloats / 2, half, meta).status();
+  };
+  const uint64_t table = 4 * kFloats + ServerLimits::kTableFixedBytes;
+  const uint64_t fit = (4 * kMiB - table - ServerLimits::kWorkerSeatBytes) / (2 * kFloats);
+  REQUIRE(fit == 5);
+  for (uint64_t seq = 1; seq <= fit; ++seq) REQUIRE(slice(seq, 0).ok());
+  CHECK(store.budget().used(BudgetUse::kStaged) == fit * 2 * kFloats);
+  CheckRefused(slice(fit + 1, 0), "staging slice 0 (524288 bytes)", "--memory_budget_mb");
+  CHECK(store.GetTable("w")->version == 0);
+  // A push completed is applied and its staged slice given back.
+  REQUIRE(slice(1, 1).ok());
+  CHECK(store.GetTable("w")->version == 1);
+  CHECK(store.budget().used(BudgetUse::kStaged) == (fit - 1) * 2 * kFloats);
+  // (A refused push keeps its answer: the room is used by a new one.)
+  REQUIRE(slice(fit + 2, 0).ok());
+  // Dropping the table gives back the slices still waiting too.
+  REQUIRE(store.DropTable("w").ok());
+  CHECK(store.budget().used() == 0);
 }
 
 TEST_CASE("a request still inside a dropped table finishes on it, then sees it gone") {
@@ -124,13 +162,6 @@ struct WaitingShard {
   ParameterStore store;
 };
 
-void CheckRefused(const absl::Status& status, const std::string& says,
-                  const std::string& flag) {
-  INFO(status.ToString());
-  CHECK(status.code() == absl::StatusCode::kResourceExhausted);
-  CHECK(absl::StrContains(status.message(), says));
-  CHECK(absl::StrContains(status.message(), flag));
-}
 
 TEST_CASE("pulls that must wait are refused past the per-worker and total limits") {
   ServerLimits limits;
