@@ -128,7 +128,7 @@ TEST_CASE("a numeric flag out of range is refused, naming the flag and range") {
        "--max_table_mb=0 is out of range: allowed [1, 16777216]"},
       {"ps_server", "--max_pull_mb=4096", "allowed [1, 2047]"},
       {"ps_server", "--max_table_name_length=129", "allowed [1, 128]"},
-      // Above the default --max_shard_mb=16384.
+      // Above the default --memory_budget_mb (at most 16384).
       {"ps_server", "--max_table_mb=20000", "is above the shard's"},
       {"ps_worker", "--batch_size=100000",
        "--batch_size=100000 is out of range: allowed [0, 65536]"},
