@@ -193,6 +193,11 @@ absl::Status ConsistencyController::Import(const PolicySnapshot& snapshot) {
   state_.current = std::move(current);
   state_.last = std::move(last);
   state_.step_opened = state_.clock->Now();
+  // A shard restored from a checkpoint lost the steps after it, while the
+  // workers (and the other shards) went on: their next push is for a later
+  // step. As after a switch to sync, let it catch this shard up until a step
+  // closes normally, instead of refusing every push (the workers would stop).
+  state_.just_switched = true;
   state_.table->SetStaleness(state_.staleness);
   return absl::OkStatus();
 }
