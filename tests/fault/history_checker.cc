@@ -129,6 +129,7 @@ class Checker {
       ++r_.acknowledged;
       accepted[IncarnationOf(s, p.t1)].push_back({a.new_version, i});
     }
+    for (size_t n = 1; n < inc_[s].size(); ++n) r_.restores += inc_[s][n].restored ? 1 : 0;
     if (SyncWithRestarts(s)) return;  // outcomes of accepted pushes stay unknown
     std::map<uint64_t, size_t> chain;  // version -> push, the state's history
     const bool versions_distinct = o_.mode != CheckOptions::Mode::kSync;
@@ -136,7 +137,6 @@ class Checker {
       const Incarnation& life = inc_[s][n];
       const uint64_t floor = life.restored ? life.restored_version : 0;
       if (n > 0) {
-        if (life.restored) ++r_.restores;
         if (floor > 0 && versions_distinct && !chain.contains(floor) &&
             !AnsweredLaterAsDuplicate(s, accepted, n, floor)) {
           Violate(absl::StrCat("shard ", s, " incarnation ", n, " restored version ",
