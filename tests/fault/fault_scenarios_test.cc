@@ -229,7 +229,7 @@ TEST_CASE("kill -9 of a shard at a random point: back within 10 s, the run finis
 // Sync tables restore their open step with the checkpoint, which the
 // checker's loss model leaves out (history_checker.h): checked here are no
 // double applies, shares only, the run finishing and the restore itself.
-// Hidden from CI ([.]): about one run in five still gets stuck after the
+// Hidden from CI ([.]): some runs (2 of about 15) still get stuck after the
 // restore (docs/RELIABILITY.md, "Found"); run it by name.
 TEST_CASE("kill -9 of a shard under sync: the run finishes, nothing applied twice",
           "[.][sync_restart]") {
