@@ -63,6 +63,14 @@ class InMemoryClient final : public Client {
                               const StalenessConfig&) override {
     return absl::UnimplementedError("in-memory client: async only");
   }
+  // No budget is kept, so a dropped table gives back nothing countable.
+  absl::StatusOr<uint64_t> DropTable(absl::string_view name) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (tables_.erase(std::string(name)) == 0) {
+      return absl::NotFoundError("no such table");
+    }
+    return 0;
+  }
   absl::StatusOr<std::vector<TableShardStats>> Stats(
       absl::string_view) override {
     return absl::UnimplementedError("in-memory client: no stats");
