@@ -195,4 +195,12 @@ std::string MetricsRegistry::Scrape() const {
   return writer.Render();
 }
 
+void WriteBuildInfoMetric(const BuildInfo& build, MetricsWriter& out) {
+  out.Gauge("taups_build_info", "What this binary is: version, commit, build type.",
+            {{"version", std::string(build.version)},
+             {"commit", std::string(build.commit)},
+             {"build_type", std::string(build.build_type)}},
+            1);
+}
+
 }  // namespace taups

@@ -26,6 +26,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "common/build_info.h"
 #include "common/histogram.h"
 
 namespace taups {
@@ -61,6 +62,10 @@ class MetricsWriter {
   std::map<std::string, Family> families_;
   uint64_t dropped_ = 0;
 };
+
+// taups_build_info{version,commit,build_type} 1: the series every tauPS
+// process exports, so a dashboard can tell which build a target runs.
+void WriteBuildInfoMetric(const BuildInfo& build, MetricsWriter& out);
 
 class MetricsRegistry {
  public:

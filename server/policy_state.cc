@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/log_rate_limiter.h"
 #include "spdlog/spdlog.h"
 
 namespace taups {
@@ -41,8 +42,13 @@ void PolicyState::Record(const PushArgs& args, const PushOutcome& stamp) {
   if (!stamp.accepted) {
     ++stats.rejected;
     ++w.rejected;
-    spdlog::warn("table '{}': push from worker {} rejected: {}", name(),
-                 args.origin.worker_id, stamp.reject_reason);
+    // One line per table per interval of the shared limiter; the others are
+    // counted and reported ("... repeated N times") by the shard's ticker.
+    LogRateLimited(DefaultLogRateLimiter(), spdlog::level::warn,
+                   absl::StrCat("table '", name(), "': push rejected"),
+                   "table '{}': push {} from worker {} rejected (tau {}): {}",
+                   name(), args.origin.seq, args.origin.worker_id, stamp.tau,
+                   stamp.reject_reason);
   } else if (stamp.downweighted) {
     ++stats.downweighted;
     ++w.downweighted;

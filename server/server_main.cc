@@ -17,6 +17,7 @@
 #include "common/grpc_logging.h"
 #include "common/logging.h"
 #include "common/malloc_tuning.h"
+#include "common/port_file.h"
 #include "common/transport_security.h"
 #include "server/cluster_file.h"
 #include "server/limits.h"
@@ -319,10 +320,8 @@ int main(int argc, char** argv) {
             "--metrics_port_file", absl::GetFlag(FLAGS_metrics_port_file),
             (*server)->metrics_port()}}) {
     if (path.empty()) continue;
-    const std::string tmp = path + ".tmp";
-    std::ofstream(tmp) << port << "\n";
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      return Fail(absl::InternalError(absl::StrCat("cannot write ", flag, " ", path)));
+    if (absl::Status s = taups::WritePortFile(flag, path, port); !s.ok()) {
+      return Fail(s);
     }
   }
   systemd.Send("READY=1");

@@ -43,11 +43,7 @@ void WriteResourceMetrics(const ResourceStats& r, MetricsWriter& out) {
 
 void WriteShardMetrics(const StoreStats& stats, const WireTraffic* traffic,
                        const BuildLabels& build, MetricsWriter& out) {
-  out.Gauge("taups_build_info", "What this binary is: version, commit, build type.",
-            {{"version", build.version},
-             {"commit", build.commit},
-             {"build_type", build.build_type}},
-            1);
+  WriteBuildInfoMetric({build.version, build.commit, build.build_type}, out);
   out.Gauge("taups_shard_info", "This shard's index and the shard count.",
             {{"shard", absl::StrCat(stats.shard_index)}}, 1);
   size_t live = 0, dead = 0, left = 0;

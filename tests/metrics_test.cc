@@ -3,8 +3,6 @@
 // shard works.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <string>
@@ -14,7 +12,6 @@
 #include <set>
 #include <sstream>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
@@ -24,47 +21,15 @@
 #include "server/parameter_store.h"
 #include "server/shard_metrics.h"
 #include "server/wire_traffic.h"
+#include "tests/prometheus_text.h"
 #include "tests/test_skip.h"
 
 namespace taups {
 namespace {
 
-// sample line ("name{labels}") -> value
-std::map<std::string, double> Samples(const std::string& text) {
-  std::map<std::string, double> samples;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    REQUIRE(space != absl::string_view::npos);
-    double value = 0;
-    const absl::string_view number = line.substr(space + 1);
-    if (number == "+Inf") {
-      value = HUGE_VAL;
-    } else {
-      REQUIRE(absl::SimpleAtod(number, &value));
-    }
-    samples[std::string(line.substr(0, space))] = value;
-  }
-  return samples;
-}
-
-// promtool's verdict on `text`: its exit code and what it printed.
-std::pair<int, std::string> Promtool(const std::string& text) {
-  const std::string path = absl::StrCat("/tmp/taups_metrics_", getpid(), ".txt");
-  std::ofstream(path) << text;
-  const std::string command =
-      absl::StrCat("promtool check metrics < ", path, " 2>&1");
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string output;
-  char buf[512];
-  while (fgets(buf, sizeof(buf), pipe) != nullptr) output += buf;
-  const int status = pclose(pipe);
-  std::remove(path.c_str());
-  return {WEXITSTATUS(status), output};
-}
-
-bool HavePromtool() { return std::system("promtool --version >/dev/null 2>&1") == 0; }
+using testing::HavePromtool;
+using testing::PrometheusSamples;
+using testing::PromtoolCheckMetrics;
 
 TEST_CASE("the writer groups families, escapes labels and drops bad names") {
   MetricsWriter w;
@@ -82,7 +47,7 @@ TEST_CASE("the writer groups families, escapes labels and drops bad names") {
   REQUIRE(text.find("taups_b 1.5\n") != std::string::npos);
   REQUIRE(text.find("9bad") == std::string::npos);
   REQUIRE(text.find("taups_c_total") == std::string::npos);
-  REQUIRE(Samples(text).at("taups_metrics_dropped_total") == 2);
+  REQUIRE(PrometheusSamples(text).at("taups_metrics_dropped_total") == 2);
 }
 
 TEST_CASE("histograms are cumulative over a subset of the bounds, counts exact") {
@@ -91,7 +56,7 @@ TEST_CASE("histograms are cumulative over a subset of the bounds, counts exact")
   for (double v : values) tau.Add(v);
   MetricsWriter w;
   w.Histogram("taups_staleness", "tau", {{"table", "t"}}, tau);
-  const auto samples = Samples(w.Render());
+  const auto samples = PrometheusSamples(w.Render());
   // Expected cumulative counts, counted here from the values themselves.
   for (double le : {0.0, 1.0, 2.0, 4.0, 8.0, 128.0, 1024.0}) {
     double expected = 0;
@@ -141,11 +106,11 @@ TEST_CASE("a shard's /metrics passes promtool and moves as the shard works",
   REQUIRE(http.Get("/healthz")->status == 200);
 
   const std::string before = scrape();
-  auto [code, problems] = Promtool(before);
+  auto [code, problems] = PromtoolCheckMetrics(before);
   INFO(problems);
   REQUIRE(code == 0);
   REQUIRE(problems.empty());
-  auto s0 = Samples(before);
+  auto s0 = PrometheusSamples(before);
   REQUIRE(s0.at("taups_pushes_total{table=\"w\"}") == 0);
   REQUIRE(s0.at("taups_build_info{version=\"9.9.9\",commit=\"abc\",build_type=\"Test\"}") == 1);
 
@@ -166,10 +131,10 @@ TEST_CASE("a shard's /metrics passes promtool and moves as the shard works",
   REQUIRE(store.PullSparse("emb", std::vector<uint64_t>{1, 2}, absl::MakeSpan(rows)).ok());
 
   const std::string after = scrape();
-  auto [code_after, problems_after] = Promtool(after);
+  auto [code_after, problems_after] = PromtoolCheckMetrics(after);
   INFO(problems_after);
   REQUIRE(code_after == 0);
-  auto s1 = Samples(after);
+  auto s1 = PrometheusSamples(after);
   REQUIRE(s1.at("taups_pushes_total{table=\"w\"}") == 4);
   REQUIRE(s1.at("taups_push_duplicates_total{table=\"w\"}") == 1);
   REQUIRE(s1.at("taups_table_version{table=\"w\"}") == 4);

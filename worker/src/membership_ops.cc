@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "common/log_rate_limiter.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 #include "worker/src/client_core.h"
@@ -121,8 +122,10 @@ void ClientCore::RenewAsync(uint32_t shard, std::function<void()> done) {
       [this, shard, sent_ns, done = std::move(done)](
           const absl::Status& status, v1::HeartbeatResponse* response) {
         if (!status.ok()) {
-          spdlog::warn("heartbeat to shard {} failed: {}", shard,
-                       status.ToString());
+          LogRateLimited(DefaultLogRateLimiter(), spdlog::level::warn,
+                         absl::StrCat("heartbeat to shard ", shard, " failed"),
+                         "heartbeat to shard {} failed: {}", shard,
+                         status.ToString());
         } else if (response->known()) {
           leases_[shard].renewed_ns = sent_ns;
         } else {

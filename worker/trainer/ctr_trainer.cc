@@ -161,6 +161,7 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
   const absl::Time progress_start = absl::Now();
   TrainingProgress progress("ctr", options.worker_id, options.steps,
                             options.log_every, progress_start);
+  progress.AttachMetrics(options.metrics, {dense_config.name, sparse_config.name});
   TrainingSummary summary;
   absl::Duration eval_time;
   CtrEvaluation last_eval;

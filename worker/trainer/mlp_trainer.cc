@@ -83,6 +83,7 @@ absl::StatusOr<TrainingSummary> RunMlpTraining(Client& client,
   std::vector<int> indices;
   TrainingProgress progress("mlp", options.worker_id, options.steps,
                             options.log_every, absl::Now());
+  progress.AttachMetrics(options.metrics, {config.name});
   int64_t window_correct = 0, window_examples = 0;
 
   for (int64_t step = 0; step < options.steps; ++step) {

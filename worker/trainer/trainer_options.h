@@ -19,6 +19,8 @@
 
 namespace taups::trainer {
 
+class WorkerMetrics;
+
 enum class ModelKind { kMlp, kCtr };
 
 // "mlp" | "ctr"; INVALID_ARGUMENT otherwise.
@@ -124,6 +126,9 @@ struct TrainerOptions {
   // Straggler demonstration: after computing each step's gradient, stall for
   // (slowdown - 1) times the time the computation took. 1 = no stall.
   double slowdown = 1.0;
+  // Where the training loop also records its pulls, pushes and steps for
+  // Prometheus (ps_worker --metrics_port); not owned, null: nowhere.
+  WorkerMetrics* metrics = nullptr;
 
   // The learning rate actually used (resolves 0 to the model's default).
   float EffectiveLearningRate() const;

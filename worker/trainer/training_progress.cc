@@ -36,6 +36,7 @@ void TrainingProgress::RecordStep(int examples, double loss) {
   examples_ += examples;
   window_examples_ += examples;
   window_loss_sum_ += loss * examples;
+  if (metrics_ != nullptr) metrics_->RecordStep(examples);
 }
 
 bool TrainingProgress::ShouldLog() const {

@@ -8,11 +8,13 @@
 #define TAUPS_WORKER_TRAINER_TRAINING_PROGRESS_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
 #include "absl/time/time.h"
 #include "taups/client.h"
+#include "worker/trainer/worker_metrics.h"
 
 namespace taups::trainer {
 
@@ -39,15 +41,29 @@ class TrainingProgress {
   TrainingProgress(std::string model, uint32_t worker_id, int64_t total_steps,
                    int64_t log_every, absl::Time start);
 
+  // Also feeds every record below to `metrics` (ps_worker --metrics_port),
+  // which then exports the traffic of `tables`; null: none. It must outlive
+  // this object.
+  void AttachMetrics(WorkerMetrics* metrics,
+                     std::initializer_list<std::string> tables) {
+    metrics_ = metrics;
+    if (metrics_ == nullptr) return;
+    for (const std::string& table : tables) metrics_->WatchTable(table);
+  }
+
   // Accounts one finished step over `examples` examples with mean `loss`.
   void RecordStep(int examples, double loss);
-  void RecordPush(const PushResult& result) { tau_.Add(result); }
+  void RecordPush(const PushResult& result) {
+    tau_.Add(result);
+    if (metrics_ != nullptr) metrics_->RecordPush(result);
+  }
   // Accounts the time a pull took (for barrier policies, mostly waiting).
   void RecordPull(const PullInfo& info) {
     window_wait_ += info.elapsed;
     total_wait_ += info.elapsed;
     ++window_pulls_;
     ++total_pulls_;
+    if (metrics_ != nullptr) metrics_->RecordPull(info);
   }
   // Mean pull time per pull since start.
   absl::Duration mean_pull_wait() const {
@@ -95,6 +111,7 @@ class TrainingProgress {
   double last_window_loss_ = 0.0;
   absl::Duration window_wait_, total_wait_;
   int64_t window_pulls_ = 0, total_pulls_ = 0;
+  WorkerMetrics* metrics_ = nullptr;
 };
 
 // Stalls the calling thread for (slowdown - 1) x `compute`: the straggler of

@@ -23,6 +23,9 @@
 #include "common/log_rate_limiter.h"
 #include "common/logging.h"
 #include "common/malloc_tuning.h"
+#include "common/metrics.h"
+#include "common/metrics_http.h"
+#include "common/port_file.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 #include "taups/client.h"
@@ -30,6 +33,7 @@
 #include "worker/trainer/math_backend.h"
 #include "worker/trainer/mlp_trainer.h"
 #include "worker/trainer/trainer_options.h"
+#include "worker/trainer/worker_metrics.h"
 #include "worker/tools/compression_flags.h"
 #include "worker/tools/policy_flags.h"
 #include "worker/tools/transport_flags.h"
@@ -126,6 +130,13 @@ ABSL_FLAG(uint32_t, sparse_admit_after, 0,
 ABSL_FLAG(double, sparse_admit_probability, 1.0,
           "ctr: admit a key's row with this probability per sighting, the "
           "same keys on every run and shard layout (1 = always)");
+ABSL_FLAG(int, metrics_port, -1,
+          "Serve Prometheus /metrics, /healthz and /readyz on this port while "
+          "training; -1: off, 0: any free port (see --metrics_port_file).");
+ABSL_FLAG(std::string, metrics_host, "127.0.0.1",
+          "Address the metrics endpoint listens on.");
+ABSL_FLAG(std::string, metrics_port_file, "",
+          "Once serving metrics, write their port to this file.");
 ABSL_FLAG(std::string, log_level, "info",
           "Least severe level logged: trace, debug, info, warn, error, "
           "critical or off (case-insensitive)");
@@ -159,6 +170,7 @@ constexpr FlagRange kFlagRanges[] = {
     {"sparse_ttl_s", 0, 10 * kOneYearS},
     {"sparse_admit_after", 0, MaxOf<uint32_t>()},
     {"sparse_admit_probability", 0, 1, /*min_open=*/true},
+    {"metrics_port", -1, 65535},
 };
 
 std::vector<FlagRange> AllFlagRanges() {
@@ -231,8 +243,27 @@ absl::StatusOr<TrainerOptions> OptionsFromFlags() {
   return options;
 }
 
+// The worker's Prometheus endpoint (--metrics_port): build info and
+// `metrics`, ready once training runs. Null when --metrics_port is -1.
+absl::StatusOr<std::unique_ptr<MetricsHttpServer>> StartMetrics(
+    const WorkerMetrics& metrics, MetricsRegistry& registry) {
+  const int port = absl::GetFlag(FLAGS_metrics_port);
+  if (port < 0) return nullptr;
+  registry.Add([](MetricsWriter& out) { WriteBuildInfoMetric(GetBuildInfo(), out); });
+  registry.Add(metrics.Collector());
+  const std::string host = absl::GetFlag(FLAGS_metrics_host);
+  ASSIGN_OR_RETURN(std::unique_ptr<MetricsHttpServer> http,
+                   MetricsHttpServer::Start({host, port}, &registry, nullptr));
+  spdlog::info("metrics on http://{}:{}/metrics", host, http->port());
+  const std::string port_file = absl::GetFlag(FLAGS_metrics_port_file);
+  if (!port_file.empty()) {
+    RETURN_IF_ERROR(WritePortFile("--metrics_port_file", port_file, http->port()));
+  }
+  return http;
+}
+
 absl::Status Run() {
-  ASSIGN_OR_RETURN(const TrainerOptions options, OptionsFromFlags());
+  ASSIGN_OR_RETURN(TrainerOptions options, OptionsFromFlags());
   ASSIGN_OR_RETURN(const DeviceKind device,
                    ParseDeviceKind(absl::GetFlag(FLAGS_device)));
   ASSIGN_OR_RETURN(std::unique_ptr<MathBackend> backend,
@@ -251,6 +282,13 @@ absl::Status Run() {
   RETURN_IF_ERROR(ApplyTransportFlags(client_options));
   ASSIGN_OR_RETURN(std::unique_ptr<Client> client,
                    Client::Connect(client_options));
+
+  // Declared after the client, so the endpoint stops before it goes.
+  WorkerMetrics metrics(options.worker_id, client.get());
+  MetricsRegistry registry;
+  ASSIGN_OR_RETURN(std::unique_ptr<MetricsHttpServer> metrics_http,
+                   StartMetrics(metrics, registry));
+  if (metrics_http != nullptr) options.metrics = &metrics;
 
   TrainingSummary summary;
   if (options.model == ModelKind::kMlp) {
