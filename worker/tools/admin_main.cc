@@ -1,6 +1,7 @@
 // ps_admin: look at and steer a running tauPS cluster.
 //
 //   ps_admin --servers=h:p,h:p stats --table=mlp
+//   ps_admin --servers=h:p,h:p --tables=mlp,emb [--json] status
 //   ps_admin --servers=h:p,h:p set-policy --table=mlp --num_workers=4
 //            --consistency=semi_sync --quorum=0.75 --late=reuse_last
 #include <cstdio>
@@ -15,12 +16,16 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "taups/client.h"
+#include "worker/tools/cluster_status.h"
 #include "worker/tools/policy_flags.h"
 #include "worker/tools/transport_flags.h"
 
 ABSL_FLAG(std::string, servers, "",
           "Comma-separated host:port of every shard, in shard order");
 ABSL_FLAG(std::string, table, "", "The table to inspect or change");
+ABSL_FLAG(std::string, tables, "",
+          "status: comma-separated tables to show (default: --table)");
+ABSL_FLAG(bool, json, false, "status: print JSON instead of a text table");
 ABSL_FLAG(uint32_t, num_workers, 0,
           "set-policy: workers a sync/semi_sync/ssp barrier expects");
 
@@ -97,10 +102,23 @@ absl::Status Run(const std::vector<char*>& args) {
   if (args.size() != 2) {
     return absl::InvalidArgumentError(
         "usage: ps_admin --servers=... --table=T stats|set-policy|drop-table "
-        "[policy flags]");
+        "[policy flags], or --tables=T,U [--json] status");
   }
   const std::string command = args[1];
   const std::string table = absl::GetFlag(FLAGS_table);
+  if (command == "status") {
+    std::vector<std::string> tables = absl::StrSplit(
+        absl::GetFlag(FLAGS_tables), ',', absl::SkipWhitespace());
+    if (tables.empty() && !table.empty()) tables.push_back(table);
+    if (tables.empty()) return absl::InvalidArgumentError("status needs --tables");
+    ASSIGN_OR_RETURN(std::unique_ptr<Client> client, ConnectAdmin());
+    ASSIGN_OR_RETURN(std::vector<TableStatus> status,
+                     ReadClusterStatus(*client, tables));
+    const std::string out =
+        absl::GetFlag(FLAGS_json) ? StatusJson(status) : StatusText(status);
+    std::fputs(out.c_str(), stdout);
+    return absl::OkStatus();
+  }
   if (table.empty()) return absl::InvalidArgumentError("--table is required");
   ASSIGN_OR_RETURN(std::unique_ptr<Client> client, ConnectAdmin());
   if (command == "stats") return PrintStats(*client, table);
@@ -121,7 +139,8 @@ absl::Status Run(const std::vector<char*>& args) {
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(
-      "unknown command '" + command + "'; expected stats, set-policy or drop-table");
+      "unknown command '" + command +
+      "'; expected stats, status, set-policy or drop-table");
 }
 
 }  // namespace
@@ -133,6 +152,8 @@ int main(int argc, char** argv) {
       argc, argv, "ps_admin",
       "ps_admin: inspect or steer a tauPS cluster.\n"
       "  ps_admin --servers=h:p,h:p --table=T stats\n"
+      "  ps_admin --servers=h:p,h:p --tables=T,U [--json] status   (one row "
+      "per table and shard)\n"
       "  ps_admin --servers=h:p,h:p --table=T --num_workers=N set-policy "
       "--consistency=sync|semi_sync|ssp|async [--quorum --step_timeout_s "
       "--late --ssp_bound --tau_max --downweight ...]\n"
