@@ -21,6 +21,7 @@
 #include "server/parameter_store.h"
 #include "server/shard_metrics.h"
 #include "server/wire_traffic.h"
+#include "worker/trainer/worker_metrics.h"
 #include "tests/prometheus_text.h"
 #include "tests/test_skip.h"
 
@@ -147,7 +148,7 @@ TEST_CASE("a shard's /metrics passes promtool and moves as the shard works",
 }
 
 // Every taups_* series a dashboard panel or an alert rule queries is one a
-// shard exports: a typo or a renamed series fails here, not on a dark panel.
+// shard or a worker exports: a typo or a renamed series fails here, not on a dark panel.
 TEST_CASE("the dashboard and the alert rules query only exported series") {
   ParameterStore store(0, 1);
   WireTraffic traffic;
@@ -163,6 +164,8 @@ TEST_CASE("the dashboard and the alert rules query only exported series") {
   REQUIRE(store.PushDense("w", 0, std::vector<float>(8, 1.0f), meta).ok());
   MetricsWriter writer;
   WriteShardMetrics(store.Stats(), &traffic, {"v", "c", "t"}, writer);
+  // Worker panels query what ps_worker --metrics_port exports.
+  trainer::WorkerMetrics(0, nullptr).Write(writer);
   std::set<std::string> exported;
   for (absl::string_view line : absl::StrSplit(writer.Render(), '\n')) {
     if (absl::StartsWith(line, "# TYPE ")) {
