@@ -12,24 +12,22 @@ struct Grant {
   bool reader;
 };
 
-Grant GrantOf(RpcMethod method) {
+Grant GrantOf(Rpc method) {
   switch (method) {
-    case RpcMethod::kRegister:
-    case RpcMethod::kHeartbeat:
-    case RpcMethod::kLeave:
-    case RpcMethod::kPullDense:
-    case RpcMethod::kPushDense:
-    case RpcMethod::kPullSparse:
-    case RpcMethod::kPushSparse:
+    case Rpc::kRegister:
+    case Rpc::kHeartbeat:
+    case Rpc::kLeave:
+    case Rpc::kPullDense:
+    case Rpc::kPushDense:
+    case Rpc::kPullSparse:
+    case Rpc::kPushSparse:
       return {true, false, false};
-    case RpcMethod::kCreateTable:
-    case RpcMethod::kDropTable:
-    case RpcMethod::kSetConsistency:
-    case RpcMethod::kCheckpoint:
-    case RpcMethod::kEvictWorker:
+    case Rpc::kCreateTable:
+    case Rpc::kDropTable:
+    case Rpc::kSetConsistency:
       return {false, true, false};
-    case RpcMethod::kGetTable:
-    case RpcMethod::kStats:
+    case Rpc::kGetTable:
+    case Rpc::kStats:
       return {true, true, true};
   }
   return {false, false, false};
@@ -46,54 +44,34 @@ bool Allows(const Grant& grant, Role role) {
 
 }  // namespace
 
-const char* RpcMethodName(RpcMethod method) {
-  switch (method) {
-    case RpcMethod::kCreateTable: return "CreateTable";
-    case RpcMethod::kDropTable: return "DropTable";
-    case RpcMethod::kGetTable: return "GetTable";
-    case RpcMethod::kPullDense: return "PullDense";
-    case RpcMethod::kPushDense: return "PushDense";
-    case RpcMethod::kPullSparse: return "PullSparse";
-    case RpcMethod::kPushSparse: return "PushSparse";
-    case RpcMethod::kRegister: return "Register";
-    case RpcMethod::kHeartbeat: return "Heartbeat";
-    case RpcMethod::kLeave: return "Leave";
-    case RpcMethod::kSetConsistency: return "SetConsistency";
-    case RpcMethod::kStats: return "Stats";
-    case RpcMethod::kCheckpoint: return "Checkpoint";
-    case RpcMethod::kEvictWorker: return "EvictWorker";
-  }
-  return "unknown method";
-}
-
-bool ActsAsWorker(RpcMethod method) {
+bool ActsAsWorker(Rpc method) {
   const Grant grant = GrantOf(method);
   return grant.worker && !grant.admin;
 }
 
-absl::Status Authorize(const Principal* caller, RpcMethod method,
+absl::Status Authorize(const Principal* caller, Rpc method,
                        std::optional<uint32_t> worker_id) {
   if (caller == nullptr) {
     return absl::UnauthenticatedError(absl::StrCat(
-        RpcMethodName(method),
+        RpcName(method),
         ": no credential (send a bearer token, or a client certificate this "
         "shard maps to a principal)"));
   }
   if (!Allows(GrantOf(method), caller->role)) {
     return absl::PermissionDeniedError(absl::StrCat(
         "principal '", caller->name, "' (role ", RoleName(caller->role),
-        ") may not call ", RpcMethodName(method)));
+        ") may not call ", RpcName(method)));
   }
   if (!ActsAsWorker(method)) return absl::OkStatus();
   if (!worker_id.has_value()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        RpcMethodName(method), " authorized without its worker id"));
+        RpcName(method), " authorized without its worker id"));
   }
   if (!caller->ActsAs(*worker_id)) {
     return absl::PermissionDeniedError(absl::StrCat(
         "principal '", caller->name, "' acts as workers ",
         caller->first_worker, "-", caller->last_worker, ", not worker ",
-        *worker_id, " (", RpcMethodName(method), ")"));
+        *worker_id, " (", RpcName(method), ")"));
   }
   return absl::OkStatus();
 }

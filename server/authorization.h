@@ -3,8 +3,7 @@
 //
 //   method                                   worker        admin  reader
 //   Register Heartbeat Leave Pull* Push*     own ids only  -      -
-//   CreateTable DropTable SetConsistency
-//   Checkpoint EvictWorker                   -             yes    -
+//   CreateTable DropTable SetConsistency     -             yes    -
 //   GetTable Stats                           yes           yes    yes
 //
 // "Own ids only": the request's worker id must be one the principal may act
@@ -20,31 +19,14 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "common/rpc.h"
 #include "server/principals.h"
 
 namespace taups {
 
-enum class RpcMethod {
-  kCreateTable,
-  kDropTable,
-  kGetTable,
-  kPullDense,
-  kPushDense,
-  kPullSparse,
-  kPushSparse,
-  kRegister,
-  kHeartbeat,
-  kLeave,
-  kSetConsistency,
-  kStats,
-  kCheckpoint,
-  kEvictWorker,
-};
-const char* RpcMethodName(RpcMethod method);
-
 // Whether `method` names a worker in its request (and so needs
 // `worker_id` in Authorize).
-bool ActsAsWorker(RpcMethod method);
+bool ActsAsWorker(Rpc method);
 
 // OK when `caller` may call `method` (as `worker_id`, for the methods that
 // act as a worker). UNAUTHENTICATED when `caller` is null (no credential
@@ -52,7 +34,7 @@ bool ActsAsWorker(RpcMethod method);
 // what it asked, when the role may not call the method or the worker id is
 // not the caller's. A worker method without `worker_id` is
 // INVALID_ARGUMENT (a bug at the edge, not the caller's fault).
-absl::Status Authorize(const Principal* caller, RpcMethod method,
+absl::Status Authorize(const Principal* caller, Rpc method,
                        std::optional<uint32_t> worker_id = std::nullopt);
 
 }  // namespace taups

@@ -97,7 +97,7 @@ std::shared_ptr<grpc::AuthMetadataProcessor> AuthGate::Processor() {
 }
 
 grpc::Status AuthGate::Check(const grpc::ServerContext& context,
-                             RpcMethod method,
+                             Rpc method,
                              std::optional<uint32_t> worker_id) const {
   const std::shared_ptr<const PrincipalTable> table = principals();
   const Principal* caller = nullptr;

@@ -92,7 +92,7 @@ ParameterServerService::ParameterServerService(ParameterStore* store,
     : store_(store), incarnation_(incarnation), auth_(auth) {}
 
 grpc::Status ParameterServerService::Allow(
-    const grpc::ServerContext* context, RpcMethod method,
+    const grpc::ServerContext* context, Rpc method,
     std::optional<uint32_t> worker_id) const {
   if (auth_ == nullptr) return grpc::Status::OK;
   return auth_->Check(*context, method, worker_id);
@@ -101,7 +101,7 @@ grpc::Status ParameterServerService::Allow(
 grpc::Status ParameterServerService::CreateTable(
     grpc::ServerContext* context, const v1::CreateTableRequest* request,
     v1::CreateTableResponse* response) {
-  RETURN_IF_DENIED(Allow(context, RpcMethod::kCreateTable));
+  RETURN_IF_DENIED(Allow(context, Rpc::kCreateTable));
   absl::StatusOr<TableConfig> config = FromWire(request->config());
   if (!config.ok()) return ToGrpcStatus(config.status());
   bool created = false;
@@ -117,7 +117,7 @@ grpc::Status ParameterServerService::CreateTable(
 grpc::Status ParameterServerService::GetTable(grpc::ServerContext* context,
                                               const v1::GetTableRequest* request,
                                               v1::GetTableResponse* response) {
-  RETURN_IF_DENIED(Allow(context, RpcMethod::kGetTable));
+  RETURN_IF_DENIED(Allow(context, Rpc::kGetTable));
   absl::StatusOr<TableInfo> info = store_->GetTable(request->name());
   if (!info.ok()) return ToGrpcStatus(info.status());
   ToWire(*info, response->mutable_info());
@@ -128,7 +128,7 @@ grpc::Status ParameterServerService::GetTable(grpc::ServerContext* context,
 grpc::Status ParameterServerService::PullDense(
     grpc::ServerContext* context, const v1::PullDenseRequest* request,
     v1::PullDenseResponse* response) {
-  RETURN_IF_DENIED(Allow(context, RpcMethod::kPullDense, request->worker_id()));
+  RETURN_IF_DENIED(Allow(context, Rpc::kPullDense, request->worker_id()));
   const CodecKind codec = static_cast<CodecKind>(request->pull_codec());
   absl::Status codec_ok = CheckPullCodec(codec, request->pull_bucket_size());
   if (!codec_ok.ok()) return ToGrpcStatus(codec_ok);
@@ -158,7 +158,7 @@ grpc::Status ParameterServerService::PullDense(
 grpc::Status ParameterServerService::PushDense(
     grpc::ServerContext* context, const v1::PushDenseRequest* request,
     v1::PushResponse* response) {
-  RETURN_IF_DENIED(Allow(context, RpcMethod::kPushDense, request->origin().worker_id()));
+  RETURN_IF_DENIED(Allow(context, Rpc::kPushDense, request->origin().worker_id()));
   std::vector<float> scratch;
   const PushMeta meta = MetaFromWire(*request, request->slices_in_push(),
                                      request->slice_index());
@@ -185,7 +185,7 @@ grpc::Status ParameterServerService::PushDense(
 grpc::Status ParameterServerService::PullSparse(
     grpc::ServerContext* context, const v1::PullSparseRequest* request,
     v1::PullSparseResponse* response) {
-  RETURN_IF_DENIED(Allow(context, RpcMethod::kPullSparse, request->worker_id()));
+  RETURN_IF_DENIED(Allow(context, Rpc::kPullSparse, request->worker_id()));
   const CodecKind codec = static_cast<CodecKind>(request->pull_codec());
   absl::Status codec_ok = CheckPullCodec(codec, request->pull_bucket_size());
   if (!codec_ok.ok()) return ToGrpcStatus(codec_ok);
@@ -225,7 +225,7 @@ grpc::Status ParameterServerService::PullSparse(
 grpc::Status ParameterServerService::PushSparse(
     grpc::ServerContext* context, const v1::PushSparseRequest* request,
     v1::PushResponse* response) {
-  RETURN_IF_DENIED(Allow(context, RpcMethod::kPushSparse, request->origin().worker_id()));
+  RETURN_IF_DENIED(Allow(context, Rpc::kPushSparse, request->origin().worker_id()));
   std::vector<uint64_t> key_scratch, base_scratch;
   std::vector<float> gradient_scratch;
   absl::StatusOr<absl::Span<const uint64_t>> keys =
@@ -261,7 +261,7 @@ grpc::Status ParameterServerService::PushSparse(
 grpc::Status ParameterServerService::Register(grpc::ServerContext* context,
                                               const v1::RegisterRequest* request,
                                               v1::RegisterResponse* response) {
-  RETURN_IF_DENIED(Allow(context, RpcMethod::kRegister, request->worker_id()));
+  RETURN_IF_DENIED(Allow(context, Rpc::kRegister, request->worker_id()));
   absl::Status valid =
       store_->CheckRegistration(request->worker_id(), request->lease_s());
   if (!valid.ok()) return ToGrpcStatus(valid);
@@ -281,7 +281,7 @@ grpc::Status ParameterServerService::Register(grpc::ServerContext* context,
 grpc::Status ParameterServerService::Leave(grpc::ServerContext* context,
                                            const v1::LeaveRequest* request,
                                            v1::LeaveResponse* response) {
-  RETURN_IF_DENIED(Allow(context, RpcMethod::kLeave, request->worker_id()));
+  RETURN_IF_DENIED(Allow(context, Rpc::kLeave, request->worker_id()));
   response->set_known(
       store_->Leave(request->worker_id(), request->worker_incarnation()));
   response->set_server_incarnation(incarnation_);
@@ -291,7 +291,7 @@ grpc::Status ParameterServerService::Leave(grpc::ServerContext* context,
 grpc::Status ParameterServerService::Heartbeat(
     grpc::ServerContext* context, const v1::HeartbeatRequest* request,
     v1::HeartbeatResponse* response) {
-  RETURN_IF_DENIED(Allow(context, RpcMethod::kHeartbeat, request->worker_id()));
+  RETURN_IF_DENIED(Allow(context, Rpc::kHeartbeat, request->worker_id()));
   response->set_known(store_->Heartbeat(request->worker_id(),
                                         request->worker_incarnation()));
   response->set_server_incarnation(incarnation_);
@@ -301,7 +301,7 @@ grpc::Status ParameterServerService::Heartbeat(
 grpc::Status ParameterServerService::SetConsistency(
     grpc::ServerContext* context, const v1::SetConsistencyRequest* request,
     v1::SetConsistencyResponse* response) {
-  RETURN_IF_DENIED(Allow(context, RpcMethod::kSetConsistency));
+  RETURN_IF_DENIED(Allow(context, Rpc::kSetConsistency));
   absl::StatusOr<ConsistencyConfig> consistency =
       FromWire(request->consistency());
   if (!consistency.ok()) return ToGrpcStatus(consistency.status());
@@ -317,7 +317,7 @@ grpc::Status ParameterServerService::SetConsistency(
 grpc::Status ParameterServerService::Stats(grpc::ServerContext* context,
                                            const v1::StatsRequest* request,
                                            v1::StatsResponse* response) {
-  RETURN_IF_DENIED(Allow(context, RpcMethod::kStats));
+  RETURN_IF_DENIED(Allow(context, Rpc::kStats));
   if (!request->table().empty()) {
     absl::StatusOr<TableInfo> exists = store_->GetTable(request->table());
     if (!exists.ok()) return ToGrpcStatus(exists.status());
@@ -332,7 +332,7 @@ grpc::Status ParameterServerService::Stats(grpc::ServerContext* context,
 grpc::Status ParameterServerService::DropTable(grpc::ServerContext* context,
                                                const v1::DropTableRequest* request,
                                                v1::DropTableResponse* response) {
-  RETURN_IF_DENIED(Allow(context, RpcMethod::kDropTable));
+  RETURN_IF_DENIED(Allow(context, Rpc::kDropTable));
   absl::StatusOr<uint64_t> freed = store_->DropTable(request->name());
   if (!freed.ok()) return ToGrpcStatus(freed.status());
   response->set_shard_index(store_->shard_index());

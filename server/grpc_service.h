@@ -58,7 +58,7 @@ class ParameterServerService final : public v1::ParameterServer::Service {
 
  private:
   // OK without a gate; else the gate's answer for the caller of `context`.
-  grpc::Status Allow(const grpc::ServerContext* context, RpcMethod method,
+  grpc::Status Allow(const grpc::ServerContext* context, Rpc method,
                      std::optional<uint32_t> worker_id = std::nullopt) const;
 
   ParameterStore* const store_;

@@ -105,27 +105,25 @@ TEST_CASE("every method against every role") {
   const Principal& admin = *table.FindByName("ops");
   const Principal& reader = *table.FindByName("dashboard");
   struct Row {
-    RpcMethod method;
+    Rpc method;
     bool worker, admin, reader;
   };
   const Row rows[] = {
-      {RpcMethod::kRegister, true, false, false},
-      {RpcMethod::kHeartbeat, true, false, false},
-      {RpcMethod::kLeave, true, false, false},
-      {RpcMethod::kPullDense, true, false, false},
-      {RpcMethod::kPushDense, true, false, false},
-      {RpcMethod::kPullSparse, true, false, false},
-      {RpcMethod::kPushSparse, true, false, false},
-      {RpcMethod::kCreateTable, false, true, false},
-      {RpcMethod::kDropTable, false, true, false},
-      {RpcMethod::kSetConsistency, false, true, false},
-      {RpcMethod::kCheckpoint, false, true, false},
-      {RpcMethod::kEvictWorker, false, true, false},
-      {RpcMethod::kGetTable, true, true, true},
-      {RpcMethod::kStats, true, true, true},
+      {Rpc::kRegister, true, false, false},
+      {Rpc::kHeartbeat, true, false, false},
+      {Rpc::kLeave, true, false, false},
+      {Rpc::kPullDense, true, false, false},
+      {Rpc::kPushDense, true, false, false},
+      {Rpc::kPullSparse, true, false, false},
+      {Rpc::kPushSparse, true, false, false},
+      {Rpc::kCreateTable, false, true, false},
+      {Rpc::kDropTable, false, true, false},
+      {Rpc::kSetConsistency, false, true, false},
+      {Rpc::kGetTable, true, true, true},
+      {Rpc::kStats, true, true, true},
   };
   for (const Row& row : rows) {
-    INFO(RpcMethodName(row.method));
+    INFO(RpcName(row.method));
     for (const auto& [principal, allowed] :
          {std::pair<const Principal*, bool>{&worker, row.worker},
           {&admin, row.admin},
@@ -135,7 +133,7 @@ TEST_CASE("every method against every role") {
       CHECK(status.ok() == allowed);
       if (!allowed) {
         CHECK(absl::IsPermissionDenied(status));
-        CHECK(absl::StrContains(status.message(), RpcMethodName(row.method)));
+        CHECK(absl::StrContains(status.message(), RpcName(row.method)));
       }
     }
     const absl::Status anonymous = Authorize(nullptr, row.method, 2);
@@ -146,10 +144,10 @@ TEST_CASE("every method against every role") {
 TEST_CASE("a worker acts only as its own worker ids") {
   const PrincipalTable table = Parsed();
   const Principal* worker = table.FindByName("trainers");  // 0-3
-  for (RpcMethod method : {RpcMethod::kRegister, RpcMethod::kHeartbeat,
-                           RpcMethod::kLeave, RpcMethod::kPushDense,
-                           RpcMethod::kPullSparse}) {
-    INFO(RpcMethodName(method));
+  for (Rpc method : {Rpc::kRegister, Rpc::kHeartbeat,
+                           Rpc::kLeave, Rpc::kPushDense,
+                           Rpc::kPullSparse}) {
+    INFO(RpcName(method));
     CHECK(ActsAsWorker(method));
     CHECK(Authorize(worker, method, 0).ok());
     CHECK(Authorize(worker, method, 3).ok());
@@ -161,10 +159,10 @@ TEST_CASE("a worker acts only as its own worker ids") {
     // The edge must pass the id: forgetting it is not a grant.
     CHECK(absl::IsInvalidArgument(Authorize(worker, method)));
   }
-  CHECK(!ActsAsWorker(RpcMethod::kStats));
-  CHECK(Authorize(table.FindByName("trainer4"), RpcMethod::kPushDense, 4).ok());
+  CHECK(!ActsAsWorker(Rpc::kStats));
+  CHECK(Authorize(table.FindByName("trainer4"), Rpc::kPushDense, 4).ok());
   CHECK(absl::IsPermissionDenied(
-      Authorize(table.FindByName("trainer4"), RpcMethod::kPushDense, 3)));
+      Authorize(table.FindByName("trainer4"), Rpc::kPushDense, 3)));
 }
 
 }  // namespace

@@ -29,27 +29,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/rpc.h"
 #include "ps.pb.h"
 
 namespace taups {
-
-// The shard's RPCs (service ParameterServer in proto/ps.proto).
-enum class Rpc {
-  kCreateTable,
-  kGetTable,
-  kPullDense,
-  kPushDense,
-  kPullSparse,
-  kPushSparse,
-  kRegister,
-  kHeartbeat,
-  kLeave,
-  kSetConsistency,
-  kStats,
-  kDropTable,
-};
-
-absl::string_view RpcName(Rpc rpc);
 
 // Which RPC a request message is for, and its response message.
 template <typename Request>

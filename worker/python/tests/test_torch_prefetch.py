@@ -77,7 +77,6 @@ class PrefetchTest(unittest.TestCase):
                                    init)
         self.assertEqual(len(stats), STEPS)
         self.assertTrue(all(s.pushes == 1 and s.rejected == 0 for s in stats))
-        self.assertTrue(all(s.wait_s <= s.pull_s + 1e-3 for s in stats))
         np.testing.assert_array_equal(plain, fetched)
         self.assertFalse(np.array_equal(init, plain))  # training moved rows
 

@@ -1,4 +1,4 @@
-#include "worker/src/shard_transport.h"
+#include "common/rpc.h"
 
 namespace taups {
 
