@@ -30,15 +30,16 @@ TEST_TIMEOUT_S="${TAUPS_TEST_TIMEOUT:-900}"
 # Whatever hangs, one stage's tests stop after this long.
 readonly STAGE_TIMEOUT_S=2400
 
-# Not run under ASan: example_project_test builds a consumer project against
-# the installed static libraries with plain flags, which cannot link
-# instrumented archives (it checks packaging, and runs in the normal build).
+# Not run under ASan: example_project_test and systemd_package_test build a
+# consumer program against the installed static libraries with plain flags,
+# which cannot link instrumented archives (they check packaging, and run in
+# the normal build).
 # Nor, unless TAUPS_ASAN_ALL=1, the four that train through ps_worker
 # processes for minutes (~10 min of the stage's ~17 under ASan); the same
 # client and server paths run in the other integration tests.
-ASAN_EXCLUDED='^(example_project_test)$'
+ASAN_EXCLUDED='^(example_project_test|systemd_package_test)$'
 if [[ "${TAUPS_ASAN_ALL:-0}" != 1 ]]; then
-  ASAN_EXCLUDED='^(example_project_test|cluster_training_test|cluster_training_test_dataset|policy_cluster_test|shard_restart_test)$'
+  ASAN_EXCLUDED='^(example_project_test|systemd_package_test|cluster_training_test|cluster_training_test_dataset|policy_cluster_test|shard_restart_test)$'
 fi
 readonly ASAN_EXCLUDED
 # The core tests that link no gRPC (Debian's gRPC is not instrumented, so

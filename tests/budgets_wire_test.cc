@@ -34,6 +34,15 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr uint64_t kTableFixed = 48 << 10;
 constexpr uint64_t kWorkerSeat = 24 << 10;
 constexpr uint64_t kSparseStripes = 64 * 2048;
+// AddressSanitizer's shadow memory, redzones and quarantine make a server's
+// peak RSS several times what it allocates, so the RSS bounds are asserted
+// in uninstrumented builds only (the README's test command); under ASan the
+// refusals and what still works are checked all the same.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kRssBoundsHold = false;
+#else
+constexpr bool kRssBoundsHold = true;
+#endif
 
 // "16.0 MiB", "592.0 KiB": bytes with one decimal, as the shard writes them.
 std::string Mib(uint64_t bytes) {
@@ -230,7 +239,7 @@ TEST_CASE("1,200 stock sparse tables: refused once the budget is spent, the rest
   std::printf("%lu full sparse tables: server peak RSS grew %s (counted %s)\n",
               static_cast<unsigned long>(created), Mib(grown).c_str(),
               Mib(created * (cost + kWorkerSeat)).c_str());
-  CHECK(grown <= created * (cost + kWorkerSeat) + 16 * kMiB);
+  if (kRssBoundsHold) CHECK(grown <= created * (cost + kWorkerSeat) + 16 * kMiB);
   // Later calls still work, a table that fits the rest is created, and a
   // dropped one makes room for another.
   REQUIRE(server.PullSparse("emb0", 0, 100).ok());
@@ -288,7 +297,7 @@ TEST_CASE("300 pulls with distinct worker ids: refused past --max_workers_per_ta
   const uint64_t grown = server.PeakRss() - baseline;
   std::printf("300 hostile pulls, 16 admitted: server peak RSS grew %s\n",
               Mib(grown).c_str());
-  CHECK(grown <= 16 * 4 * kMiB + 48 * kMiB);
+  if (kRssBoundsHold) CHECK(grown <= 16 * 4 * kMiB + 48 * kMiB);
   REQUIRE(server.PullDense("dc", 8, 3).ok());  // a known worker still pulls
 }
 

@@ -32,8 +32,10 @@ const OptimizerKind kKinds[] = {OptimizerKind::kSgd, OptimizerKind::kAdagrad,
                                 OptimizerKind::kFtrl};
 
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  // An empty vector's data() may be null, which memcmp must not be given.
   return a.size() == b.size() &&
-         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+         (a.empty() ||
+          std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // Random parameters, gradient and a few steps' worth of state.
