@@ -448,7 +448,13 @@ absl::Status SparseTable::Import(const TableSnapshot& snapshot) {
           "table '", config_.name, "': key ", snapshot.keys[r],
           " appears twice in the snapshot"));
     }
+    const size_t held = stripe.rows.size();
     const uint32_t slot = stripe.rows.CreateAdmitted(snapshot.keys[r], now);
+    if (stripe.rows.size() != held + 1) {  // the stripe evicted a restored row
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table '", config_.name, "': the snapshot holds more rows of key ",
+          snapshot.keys[r], "'s stripe than this table keeps per stripe"));
+    }
     float* row = stripe.rows.row(slot);
     std::copy_n(snapshot.values.data() + r * dim_, dim_, row);
     std::copy_n(snapshot.state.data() + r * dim_ * width, dim_ * width,
