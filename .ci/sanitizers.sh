@@ -33,13 +33,13 @@ readonly STAGE_TIMEOUT_S=2400
 # Not run under ASan: example_project_test and systemd_package_test build a
 # consumer program against the installed static libraries with plain flags,
 # which cannot link instrumented archives (they check packaging, and run in
-# the normal build).
+# the normal build); nor k8s_manifests_test, which runs no C++.
 # Nor, unless TAUPS_ASAN_ALL=1, the four that train through ps_worker
 # processes for minutes (~10 min of the stage's ~17 under ASan); the same
 # client and server paths run in the other integration tests.
-ASAN_EXCLUDED='^(example_project_test|systemd_package_test)$'
+ASAN_EXCLUDED='^(example_project_test|systemd_package_test|k8s_manifests_test)$'
 if [[ "${TAUPS_ASAN_ALL:-0}" != 1 ]]; then
-  ASAN_EXCLUDED='^(example_project_test|systemd_package_test|cluster_training_test|cluster_training_test_dataset|policy_cluster_test|shard_restart_test)$'
+  ASAN_EXCLUDED='^(example_project_test|systemd_package_test|k8s_manifests_test|cluster_training_test|cluster_training_test_dataset|policy_cluster_test|shard_restart_test)$'
 fi
 readonly ASAN_EXCLUDED
 # The core tests that link no gRPC (Debian's gRPC is not instrumented, so

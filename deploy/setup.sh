@@ -24,6 +24,8 @@ PACKAGES=(
   # gRPC's health and reflection protos (test clients); systemd-nspawn and
   # dpkg-shlibdeps for the systemd and .deb test (tests/systemd_package_test.sh)
   grpc-proto systemd-container dpkg-dev
+  # the Kubernetes manifests' offline test (tests/k8s_manifests_test.py)
+  yamllint python3-yaml
   # demo data, plotting
   dataset-fashion-mnist python3 python3-matplotlib
   # Python bindings and the PyTorch example (worker/python)
