@@ -46,8 +46,10 @@ void Partition::Apply(absl::FunctionRef<void()> work)
   {
     absl::MutexLock state(&state_mu_);
     for (Writer* writer : group) {
+      const uint64_t step_before = step_hook_ ? controller_.open_step() : 0;
       writer->work();
       ++applied_;
+      if (step_hook_) NotifyStepClosedLocked(step_before);
     }
   }
   queue_mu_.Lock();
@@ -249,13 +251,37 @@ uint64_t Partition::applied() const {
 }
 
 PartitionSnapshot Partition::Snapshot() const {
+  return SnapshotWith([](Table& table) { return table.Export(); });
+}
+
+PartitionSnapshot Partition::SnapshotWith(
+    absl::FunctionRef<TableSnapshot(Table&)> export_table) const {
   absl::ReaderMutexLock lock(&state_mu_);
+  return SnapshotLocked(export_table);
+}
+
+PartitionSnapshot Partition::SnapshotLocked(
+    absl::FunctionRef<TableSnapshot(Table&)> export_table) const {
   PartitionSnapshot snapshot;
   snapshot.applied = applied_;
-  snapshot.table = table_->Export();
+  snapshot.table = export_table(*table_);
   snapshot.policy = controller_.Export();
   snapshot.dedup = dedup_.Export();
   return snapshot;
+}
+
+void Partition::SetStepClosedHook(StepClosedHook hook) {
+  absl::MutexLock lock(&state_mu_);
+  step_hook_ = std::move(hook);
+}
+
+void Partition::NotifyStepClosedLocked(uint64_t before) {
+  const uint64_t now = controller_.open_step();
+  if (now != before + 1) return;
+  step_hook_(now, [this](absl::FunctionRef<TableSnapshot(Table&)> export_table)
+                      ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                        return SnapshotLocked(export_table);
+                      });
 }
 
 absl::Status Partition::Restore(const PartitionSnapshot& snapshot) {

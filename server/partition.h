@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -132,6 +133,22 @@ class Partition {
   uint64_t applied() const;
 
   PartitionSnapshot Snapshot() const;
+  // Like Snapshot, but the table's part is export_table(table()), called at
+  // the same point of the apply order (an incremental checkpoint exports
+  // only the rows changed since the last one: SparseTable::ExportChanges).
+  PartitionSnapshot SnapshotWith(
+      absl::FunctionRef<TableSnapshot(Table&)> export_table) const;
+
+  // Called on the apply path right after a change that closed a step
+  // (sync / semi_sync: the open step went up by one), with the steps closed
+  // now and `snapshot`, which exports the partition at exactly that point
+  // (the model of that step boundary). It runs under the state lock: it
+  // must be quick and must not call into this partition. Empty: none.
+  using StepClosedHook = std::function<void(
+      uint64_t steps_closed,
+      absl::FunctionRef<PartitionSnapshot(
+          absl::FunctionRef<TableSnapshot(Table&)>)> snapshot)>;
+  void SetStepClosedHook(StepClosedHook hook);
   // Replaces everything but membership with `snapshot`, on the apply path.
   // INVALID_ARGUMENT (nothing changed) if it does not fit this table.
   absl::Status Restore(const PartitionSnapshot& snapshot);
@@ -158,6 +175,12 @@ class Partition {
                     const absl::StatusOr<PushOutcome>& answer)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
   void DropAbandonedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
+  PartitionSnapshot SnapshotLocked(
+      absl::FunctionRef<TableSnapshot(Table&)> export_table) const
+      ABSL_SHARED_LOCKS_REQUIRED(state_mu_);
+  // Calls step_hook_ if the open step went from `before` to before + 1.
+  void NotifyStepClosedLocked(uint64_t before)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
 
   const std::unique_ptr<Table> table_;
   const Clock* const clock_;
@@ -172,6 +195,7 @@ class Partition {
   DedupWindow dedup_ ABSL_GUARDED_BY(state_mu_);
   uint64_t applied_ ABSL_GUARDED_BY(state_mu_) = 0;
   uint64_t duplicates_ ABSL_GUARDED_BY(state_mu_) = 0;
+  StepClosedHook step_hook_ ABSL_GUARDED_BY(state_mu_);
 };
 
 }  // namespace taups
