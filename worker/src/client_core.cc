@@ -9,7 +9,7 @@
 #include "common/shard_map.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
-#include "wire_convert.h"
+#include "message_convert.h"
 
 namespace taups {
 

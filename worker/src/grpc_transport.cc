@@ -2,7 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "wire_convert.h"
+#include "grpc_status_convert.h"
 
 namespace taups {
 namespace {

@@ -1,4 +1,4 @@
-#include "wire_convert.h"
+#include "message_convert.h"
 
 #include <algorithm>
 #include <map>
@@ -362,18 +362,6 @@ void ToWire(const StoreStats& stats,
       ws->set_missed_steps(w.missed_steps);
     }
   }
-}
-
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
-}
-
-absl::Status FromGrpcStatus(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
 }
 
 }  // namespace taups
