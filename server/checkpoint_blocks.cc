@@ -27,6 +27,8 @@ bool KnownType(uint16_t t) {
     case BlockType::kShardHeader:
     case BlockType::kSummary:
     case BlockType::kFiles:
+    case BlockType::kChain:
+    case BlockType::kDelta:
     case BlockType::kConfig:
     case BlockType::kTable:
     case BlockType::kPolicy:
@@ -140,7 +142,8 @@ absl::Status BlockReader::Start() {
   return absl::OkStatus();
 }
 
-absl::Status BlockReader::NextBlock(BlockType type) {
+absl::Status BlockReader::NextBlock(BlockType type, BlockType other,
+                                    BlockType* got) {
   char h[kBlockHeaderBytes];
   absl::Status s = ReadExactly(h, kBlockHeaderBytes);
   if (!s.ok()) return s;
@@ -151,7 +154,7 @@ absl::Status BlockReader::NextBlock(BlockType type) {
   const uint16_t flags = Load16(h + 2);
   const uint32_t length = Load32(h + 4);
   if (!KnownType(t)) return Corrupt(absl::StrCat("unknown block type ", t));
-  if (t != static_cast<uint16_t>(type)) {
+  if (t != static_cast<uint16_t>(type) && t != static_cast<uint16_t>(other)) {
     return Corrupt(absl::StrCat("block type ", t, " where ",
                                 static_cast<uint16_t>(type), " belongs"));
   }
@@ -167,13 +170,18 @@ absl::Status BlockReader::NextBlock(BlockType type) {
     return Corrupt("block payload checksum mismatch");
   }
   digest_ = crc32c::Extend(digest_, h, kBlockHeaderBytes);
-  type_ = type;
+  type_ = static_cast<BlockType>(t);
+  if (got != nullptr) *got = type_;
   last_ = (flags & kLastOfSection) != 0;
   pos_ = 0;
   return absl::OkStatus();
 }
 
 absl::Status BlockReader::Begin(BlockType type) { return NextBlock(type); }
+
+absl::Status BlockReader::BeginEither(BlockType a, BlockType b, BlockType* got) {
+  return NextBlock(a, b, got);
+}
 
 absl::Status BlockReader::GetRaw(void* out, size_t n) {
   char* p = static_cast<char*>(out);

@@ -45,10 +45,12 @@ enum class BlockType : uint16_t {
   kShardHeader = 2,  // manifest
   kSummary = 3,      // manifest
   kFiles = 4,        // manifest
+  kChain = 5,        // manifest of an incremental checkpoint
   kConfig = 10,      // partition file
   kTable = 11,
   kPolicy = 12,
   kDedup = 13,
+  kDelta = 14,  // partition file of an incremental checkpoint
 };
 inline constexpr uint16_t kLastOfSection = 1;
 
@@ -107,6 +109,8 @@ class BlockReader {
 
   absl::Status Start();
   absl::Status Begin(BlockType type);
+  // A section of either type; *got says which.
+  absl::Status BeginEither(BlockType a, BlockType b, BlockType* got);
   absl::Status GetU8(uint8_t* v) { return GetRaw(v, 1); }
   absl::Status GetU32(uint32_t* v) { return GetRaw(v, 4); }
   absl::Status GetU64(uint64_t* v) { return GetRaw(v, 8); }
@@ -138,8 +142,10 @@ class BlockReader {
 
  private:
   absl::Status GetRaw(void* out, size_t n);
-  // Reads the next block header and payload; it must be of `type`.
-  absl::Status NextBlock(BlockType type);
+  // Reads the next block header and payload; it must be of `type` (or of
+  // `other`), which *got is set to.
+  absl::Status NextBlock(BlockType type, BlockType other, BlockType* got);
+  absl::Status NextBlock(BlockType type) { return NextBlock(type, type, nullptr); }
   absl::Status ReadExactly(char* out, size_t n);
 
   CheckpointReadableFile* const file_;

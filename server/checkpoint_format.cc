@@ -73,8 +73,12 @@ std::string PartitionFileName(size_t index) {
 }
 
 PartitionCheckpoint CapturePartition(const Partition& partition) {
+  return CheckpointOf(partition, partition.Snapshot());
+}
+
+PartitionCheckpoint CheckpointOf(const Partition& partition, PartitionSnapshot snapshot) {
   PartitionCheckpoint out;
-  out.snapshot = partition.Snapshot();
+  out.snapshot = std::move(snapshot);
   out.config = partition.config();
   out.config.consistency = out.snapshot.policy.consistency;
   out.config.staleness = out.snapshot.policy.staleness;
@@ -93,6 +97,8 @@ PartitionSummary SummaryOf(const PartitionCheckpoint& p, size_t index) {
   s.applied = p.snapshot.applied;
   s.rows = p.snapshot.table.keys.size();
   s.values = p.snapshot.table.values.size();
+  s.delta = p.delta;
+  s.removed = p.removed.size();
   return s;
 }
 
@@ -107,12 +113,13 @@ absl::StatusOr<ManifestFile> WritePartitionFile(CheckpointWritableFile* file,
   RETURN_IF_ERROR(w.End());
 
   const TableSnapshot& t = p.snapshot.table;
-  w.Begin(BlockType::kTable);
+  w.Begin(p.delta ? BlockType::kDelta : BlockType::kTable);
   w.PutU64(p.snapshot.applied);
   w.PutArray<uint64_t>(t.keys);
   w.PutArray<float>(t.values);
   w.PutArray<float>(t.state);
   w.PutArray<uint64_t>(t.row_versions);
+  if (p.delta) w.PutArray<uint64_t>(p.removed);
   RETURN_IF_ERROR(w.End());
 
   w.Begin(BlockType::kPolicy);
@@ -133,6 +140,22 @@ absl::StatusOr<ManifestFile> WriteManifestFile(CheckpointWritableFile* file,
   w.Begin(BlockType::kShardHeader);
   PutHeader(w, m.header);
   RETURN_IF_ERROR(w.End());
+
+  if (m.base) {
+    w.Begin(BlockType::kChain);
+    w.PutU64(m.base->sequence);
+    w.PutU32(m.base->manifest_digest);
+    w.PutU64(m.partitions.size());
+    for (const PartitionSummary& s : m.partitions) {
+      w.PutU8(s.delta);
+      w.PutU64(s.removed);
+    }
+    RETURN_IF_ERROR(w.End());
+  } else {
+    for (const PartitionSummary& s : m.partitions) {
+      if (s.delta) return absl::InternalError("a delta partition in a full checkpoint");
+    }
+  }
 
   w.Begin(BlockType::kSummary);
   w.PutU64(m.partitions.size());
@@ -175,13 +198,19 @@ absl::StatusOr<PartitionCheckpoint> ReadPartitionFile(CheckpointReadableFile* fi
   }
 
   TableSnapshot& t = p.snapshot.table;
-  RETURN_IF_ERROR(r.Begin(BlockType::kTable));
+  BlockType section = BlockType::kTable;
+  RETURN_IF_ERROR(r.BeginEither(BlockType::kTable, BlockType::kDelta, &section));
+  p.delta = section == BlockType::kDelta;
   RETURN_IF_ERROR(r.GetU64(&p.snapshot.applied));
   RETURN_IF_ERROR(r.GetArray(L::kMaxElements, &t.keys));
   RETURN_IF_ERROR(r.GetArray(L::kMaxElements, &t.values));
   RETURN_IF_ERROR(r.GetArray(L::kMaxElements, &t.state));
   RETURN_IF_ERROR(r.GetArray(L::kMaxElements, &t.row_versions));
+  if (p.delta) RETURN_IF_ERROR(r.GetArray(L::kMaxElements, &p.removed));
   RETURN_IF_ERROR(r.End());
+  if (p.delta && p.config.kind != TableKind::kSparse) {
+    return r.Corrupt("a delta of a dense table");
+  }
   RETURN_IF_ERROR(CheckShape(r, p));
 
   RETURN_IF_ERROR(r.Begin(BlockType::kPolicy));
@@ -204,7 +233,7 @@ absl::StatusOr<PartitionCheckpoint> ReadPartitionFile(CheckpointReadableFile* fi
 
 absl::StatusOr<CheckpointManifest> ReadManifestFile(CheckpointReadableFile* file,
                                                     const std::string& name,
-                                                    uint64_t size) {
+                                                    uint64_t size, uint32_t* digest) {
   BlockReader r(file, name, size);
   if (size > L::kMaxManifestBytes) {
     return r.Corrupt(absl::StrCat("manifest of ", size, " bytes, limit ",
@@ -216,9 +245,33 @@ absl::StatusOr<CheckpointManifest> ReadManifestFile(CheckpointReadableFile* file
   RETURN_IF_ERROR(GetHeader(r, &m.header));
   RETURN_IF_ERROR(r.End());
 
-  RETURN_IF_ERROR(r.Begin(BlockType::kSummary));
+  // Per partition (delta, removed) of an incremental checkpoint.
+  std::vector<std::pair<bool, uint64_t>> chain;
+  BlockType section = BlockType::kSummary;
+  RETURN_IF_ERROR(r.BeginEither(BlockType::kChain, BlockType::kSummary, &section));
   uint64_t n = 0;
+  if (section == BlockType::kChain) {
+    CheckpointBase base;
+    RETURN_IF_ERROR(r.GetU64(&base.sequence));
+    RETURN_IF_ERROR(r.GetU32(&base.manifest_digest));
+    if (base.sequence >= m.header.sequence) {
+      return r.Corrupt(absl::StrCat("checkpoint ", m.header.sequence,
+                                    " follows a base of sequence ", base.sequence));
+    }
+    m.base = base;
+    RETURN_IF_ERROR(r.GetCount(L::kMaxPartitions, 1 + 8, &n));
+    chain.resize(n);
+    for (auto& [delta, removed] : chain) {
+      RETURN_IF_ERROR(r.GetBool(&delta));
+      RETURN_IF_ERROR(r.GetU64(&removed));
+    }
+    RETURN_IF_ERROR(r.End());
+    RETURN_IF_ERROR(r.Begin(BlockType::kSummary));
+  }
   RETURN_IF_ERROR(r.GetCount(L::kMaxPartitions, 16 + 5 * 8, &n));
+  if (m.base && n != chain.size()) {
+    return r.Corrupt(absl::StrCat(n, " partitions, the chain section lists ", chain.size()));
+  }
   m.partitions.resize(n);
   for (PartitionSummary& s : m.partitions) {
     RETURN_IF_ERROR(r.GetString(64, &s.file));
@@ -228,6 +281,10 @@ absl::StatusOr<CheckpointManifest> ReadManifestFile(CheckpointReadableFile* file
     RETURN_IF_ERROR(r.GetU64(&s.applied));
     RETURN_IF_ERROR(r.GetU64(&s.rows));
     RETURN_IF_ERROR(r.GetU64(&s.values));
+  }
+  for (size_t i = 0; i < chain.size(); ++i) {
+    m.partitions[i].delta = chain[i].first;
+    m.partitions[i].removed = chain[i].second;
   }
   RETURN_IF_ERROR(r.End());
 
@@ -253,6 +310,7 @@ absl::StatusOr<CheckpointManifest> ReadManifestFile(CheckpointReadableFile* file
       return r.Corrupt(absl::StrCat("file ", i, " is not named ", expected));
     }
   }
+  if (digest != nullptr) *digest = r.digest();
   return m;
 }
 

@@ -5,12 +5,18 @@
 //     kConfig  the table's config in force (consistency and staleness as
 //              the policy had them at the snapshot) and the dense range
 //     kTable   applied count; keys, values, optimizer state, row versions
+//     or kDelta (a sparse table in an incremental checkpoint): as kTable
+//              for the rows changed since the base, then the keys whose
+//              rows went since it
 //     kPolicy  version, open step, clocks, arrivals, step buffers
 //     kDedup   every remembered answer: status code and message, outcome
 //     kEnd
 //   MANIFEST   (written last)
 //     kShardHeader  sequence, shard index and count, incarnation, creation
 //                   time, the sync step cut when there is one
+//     kChain        only in an incremental checkpoint: the base's sequence
+//                   and manifest digest; per partition, delta or whole and
+//                   the removed keys' count
 //     kSummary      per partition: table, version, open step, applied, rows
 //     kFiles        per file: name, size, digest
 //     kEnd
@@ -52,15 +58,28 @@ struct CheckpointHeader {
 };
 
 // One partition: enough to rebuild the table (config, range) and to
-// Partition::Restore it.
+// Partition::Restore it. A delta (sparse tables only) holds in
+// snapshot.table just the rows changed since the base checkpoint, and in
+// `removed` the keys whose rows went since; the rest of the snapshot
+// (policy, dedup, applied) is whole.
 struct PartitionCheckpoint {
   TableConfig config;  // in force: consistency/staleness as in the snapshot
   Range range;         // dense: the part's elements; sparse: empty
   PartitionSnapshot snapshot;
+  bool delta = false;
+  std::vector<uint64_t> removed;  // delta only
+};
+
+// The checkpoint an incremental one follows.
+struct CheckpointBase {
+  uint64_t sequence = 0;
+  uint32_t manifest_digest = 0;
+  bool operator==(const CheckpointBase&) const = default;
 };
 
 struct ShardCheckpoint {
   CheckpointHeader header;
+  std::optional<CheckpointBase> base;  // set: incremental
   std::vector<PartitionCheckpoint> partitions;
 };
 
@@ -73,6 +92,8 @@ struct PartitionSummary {
   uint64_t applied = 0;
   uint64_t rows = 0;    // sparse: keys; dense: 0
   uint64_t values = 0;  // floats of parameters
+  bool delta = false;
+  uint64_t removed = 0;
   bool operator==(const PartitionSummary&) const = default;
 };
 
@@ -85,6 +106,7 @@ struct ManifestFile {
 
 struct CheckpointManifest {
   CheckpointHeader header;
+  std::optional<CheckpointBase> base;
   std::vector<PartitionSummary> partitions;
   std::vector<ManifestFile> files;
 };
@@ -106,6 +128,9 @@ std::string PartitionFileName(size_t index);
 
 // A partition as it is now: its snapshot and the config in force with it.
 PartitionCheckpoint CapturePartition(const Partition& partition);
+// The same from a snapshot taken by the caller (Partition::SnapshotWith, a
+// step-closed hook).
+PartitionCheckpoint CheckpointOf(const Partition& partition, PartitionSnapshot snapshot);
 PartitionSummary SummaryOf(const PartitionCheckpoint& partition, size_t index);
 
 // Writes a partition file / the manifest to `file` (not synced or closed).
@@ -116,13 +141,15 @@ absl::StatusOr<ManifestFile> WriteManifestFile(CheckpointWritableFile* file,
                                                const CheckpointManifest& manifest);
 
 // Reads and checks a file of `size` bytes; its digest is returned through
-// `digest` for the caller to compare with the manifest.
+// `digest` for the caller to compare with the manifest (for the manifest:
+// with the next checkpoint's base, when `digest` is not null).
 absl::StatusOr<PartitionCheckpoint> ReadPartitionFile(
     CheckpointReadableFile* file, const std::string& name, uint64_t size,
     uint32_t* digest);
 absl::StatusOr<CheckpointManifest> ReadManifestFile(CheckpointReadableFile* file,
                                                     const std::string& name,
-                                                    uint64_t size);
+                                                    uint64_t size,
+                                                    uint32_t* digest = nullptr);
 
 }  // namespace taups
 

@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "server/checkpoint_delta.h"
 #include "spdlog/spdlog.h"
 
 namespace taups {
@@ -133,10 +134,12 @@ absl::StatusOr<std::vector<uint64_t>> CheckpointStore::List() {
 
 absl::Status CheckpointStore::WriteInto(const std::string& tmp,
                                         const ShardCheckpoint& checkpoint,
-                                        const CheckpointHeader& header, uint64_t* bytes) {
+                                        const CheckpointHeader& header, uint64_t* bytes,
+                                        uint32_t* manifest_digest) {
   RETURN_IF_ERROR(fs_->CreateDir(tmp));
   CheckpointManifest manifest;
   manifest.header = header;
+  manifest.base = checkpoint.base;
   for (size_t i = 0; i < checkpoint.partitions.size(); ++i) {
     const PartitionCheckpoint& partition = checkpoint.partitions[i];
     const std::string name = PartitionFileName(i);
@@ -156,6 +159,7 @@ absl::Status CheckpointStore::WriteInto(const std::string& tmp,
   RETURN_IF_ERROR(file->Sync());
   RETURN_IF_ERROR(file->Close());
   *bytes += written.size;
+  *manifest_digest = written.digest;
   // The files' names must be on the disk before the directory takes its
   // final name.
   return fs_->SyncDir(tmp);
@@ -173,10 +177,16 @@ absl::StatusOr<CheckpointWriteInfo> CheckpointStore::Write(
 
   CheckpointHeader header = checkpoint.header;
   header.sequence = sequence;
+  if (checkpoint.base && !fs_->IsDir(PathOf(checkpoint.base->sequence))) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint ", sequence, " not written: its base ",
+        PathOf(checkpoint.base->sequence), " is gone"));
+  }
   CheckpointWriteInfo info;
   info.sequence = sequence;
   info.path = final_path;
-  absl::Status status = WriteInto(tmp, checkpoint, header, &info.bytes);
+  absl::Status status =
+      WriteInto(tmp, checkpoint, header, &info.bytes, &info.manifest_digest);
   bool renamed = false;
   if (status.ok()) {
     status = fs_->Rename(tmp, final_path);
@@ -209,11 +219,37 @@ absl::StatusOr<CheckpointWriteInfo> CheckpointStore::Write(
   return info;
 }
 
+absl::StatusOr<CheckpointManifest> CheckpointStore::ReadManifest(uint64_t sequence,
+                                                                 uint32_t* digest) {
+  const std::string path = JoinPath(PathOf(sequence), kManifestName);
+  ASSIGN_OR_RETURN(uint64_t size, fs_->FileSize(path));
+  ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReadableFile> file, fs_->OpenFile(path));
+  return ReadManifestFile(file.get(), path, size, digest);
+}
+
 absl::Status CheckpointStore::Prune(std::vector<uint64_t>* deleted) {
   ASSIGN_OR_RETURN(std::vector<uint64_t> sequences, List());
   if (sequences.size() <= options_.keep) return absl::OkStatus();
-  const size_t drop = sequences.size() - options_.keep;
-  for (size_t i = 0; i < drop; ++i) {
+  // The newest `keep`, and the bases their chains need. A manifest that
+  // cannot be read keeps everything older than it: pruning never decides
+  // on a guess.
+  std::vector<uint64_t> needed(sequences.end() - options_.keep, sequences.end());
+  for (size_t i = 0; i < needed.size(); ++i) {
+    uint32_t digest = 0;
+    absl::StatusOr<CheckpointManifest> manifest = ReadManifest(needed[i], &digest);
+    if (!manifest.ok()) {
+      for (uint64_t s : sequences) {
+        if (s < needed[i]) needed.push_back(s);
+      }
+      break;
+    }
+    if (manifest->base && std::find(needed.begin(), needed.end(),
+                                    manifest->base->sequence) == needed.end()) {
+      needed.push_back(manifest->base->sequence);
+    }
+  }
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    if (std::find(needed.begin(), needed.end(), sequences[i]) != needed.end()) continue;
     // Out of the loader's sight in one step, then removed: a crash midway
     // leaves a tmp-* that the next Open removes, never a half-deleted ckpt.
     const std::string doomed =
@@ -268,6 +304,55 @@ absl::StatusOr<LoadedCheckpoint> CheckpointStore::Load(uint64_t sequence) {
   return out;
 }
 
+absl::StatusOr<LoadedCheckpoint> CheckpointStore::LoadChain(uint64_t sequence,
+                                                            uint64_t* damaged) {
+  // Newest first, down to the full checkpoint.
+  std::vector<LoadedCheckpoint> links;
+  uint64_t at = sequence;
+  std::optional<CheckpointBase> expected;  // what the newer link recorded
+  while (true) {
+    *damaged = at;
+    if (!fs_->IsDir(PathOf(at))) {
+      return absl::DataLossError(absl::StrCat(
+          links.empty() ? PathOf(at) : links.back().path, " needs ", PathOf(at),
+          ", which is gone"));
+    }
+    ASSIGN_OR_RETURN(LoadedCheckpoint link, Load(at));
+    if (expected) {
+      uint32_t digest = 0;
+      RETURN_IF_ERROR(ReadManifest(at, &digest).status());
+      const CheckpointHeader& newer = links.back().manifest.header;
+      const CheckpointHeader& here = link.manifest.header;
+      if (digest != expected->manifest_digest || here.shard_index != newer.shard_index ||
+          here.shard_count != newer.shard_count) {
+        return absl::DataLossError(absl::StrFormat(
+            "%s is not the base %s was written on (manifest digest %08x, recorded %08x)",
+            link.path, links.back().path, digest, expected->manifest_digest));
+      }
+    }
+    expected = link.manifest.base;
+    links.push_back(std::move(link));
+    if (!expected) break;
+    at = expected->sequence;
+  }
+  // Fold from the full checkpoint up.
+  std::vector<PartitionCheckpoint> folded = std::move(links.back().partitions);
+  uint64_t bytes = links.back().bytes;
+  std::vector<uint64_t> chain = {links.back().manifest.header.sequence};
+  for (size_t i = links.size() - 1; i-- > 0;) {
+    *damaged = links[i].manifest.header.sequence;
+    ASSIGN_OR_RETURN(folded, FoldDelta(std::move(folded), std::move(links[i].partitions),
+                                       links[i].path));
+    bytes += links[i].bytes;
+    chain.push_back(links[i].manifest.header.sequence);
+  }
+  LoadedCheckpoint out = std::move(links.front());
+  out.partitions = std::move(folded);
+  out.bytes = bytes;
+  out.chain = std::move(chain);
+  return out;
+}
+
 absl::Status CheckpointStore::MarkBroken(uint64_t sequence, std::string* renamed_to) {
   const std::string from = PathOf(sequence);
   std::string to = absl::StrCat(from, kBrokenSuffix);
@@ -284,7 +369,9 @@ absl::StatusOr<LoadedCheckpoint> CheckpointStore::LoadNewest() {
   ASSIGN_OR_RETURN(std::vector<uint64_t> sequences, List());
   std::vector<std::string> broken;
   for (auto it = sequences.rbegin(); it != sequences.rend(); ++it) {
-    absl::StatusOr<LoadedCheckpoint> loaded = Load(*it);
+    if (!fs_->IsDir(PathOf(*it))) continue;  // renamed with a newer one's link
+    uint64_t damaged = *it;
+    absl::StatusOr<LoadedCheckpoint> loaded = LoadChain(*it, &damaged);
     if (loaded.ok()) {
       loaded->broken = std::move(broken);
       spdlog::info("checkpoint: loaded {} ({} partitions, {} bytes{})", loaded->path,
@@ -298,12 +385,17 @@ absl::StatusOr<LoadedCheckpoint> CheckpointStore::LoadNewest() {
       return Annotate(loaded.status(),
                       absl::StrCat("checkpoint ", PathOf(*it), " unreadable"));
     }
-    std::string renamed_to;
-    RETURN_IF_ERROR(Annotate(MarkBroken(*it, &renamed_to),
-                             absl::StrCat("marking ", PathOf(*it), " broken")));
-    spdlog::error("checkpoint: {} is damaged ({}); renamed {}, trying an older one",
-                  PathOf(*it), std::string(loaded.status().message()), renamed_to);
-    broken.push_back(renamed_to);
+    // The damaged link, then the checkpoint that needed it.
+    for (uint64_t doomed : {damaged, *it}) {
+      if (!fs_->IsDir(PathOf(doomed))) continue;
+      std::string renamed_to;
+      RETURN_IF_ERROR(Annotate(MarkBroken(doomed, &renamed_to),
+                               absl::StrCat("marking ", PathOf(doomed), " broken")));
+      spdlog::error("checkpoint: {} is {} ({}); renamed {}, trying an older one",
+                    PathOf(doomed), doomed == damaged ? "damaged" : "built on a damaged one",
+                    std::string(loaded.status().message()), renamed_to);
+      broken.push_back(renamed_to);
+    }
   }
   return absl::NotFoundError(absl::StrCat(
       "no valid checkpoint in ", options_.dir,

@@ -15,6 +15,16 @@
 // ckpt-<seq>.broken and the next older one is tried. Broken ones are kept
 // for inspection and never deleted by the store.
 //
+// Incremental checkpoints: one whose manifest names a base (ShardCheckpoint
+// ::base) is loaded with its chain, the full checkpoint it starts from and
+// every delta after it in order, each checked whole (manifest, files, and
+// the base's manifest digest as the delta recorded it), then folded
+// (checkpoint_delta.h). When a link is damaged or missing, that link and
+// every newer checkpoint built on it are renamed *.broken and the newest
+// checkpoint still whole is loaded: a bad delta costs the deltas after it,
+// a bad full checkpoint its whole chain, never a restore of mixed state.
+// Pruning keeps the newest `keep` checkpoints and every base they need.
+//
 // One process owns the directory. Thread-compatible: callers serialise
 // Write and LoadNewest (the shard runs one checkpoint at a time).
 #ifndef TAUPS_SERVER_CHECKPOINT_STORE_H_
@@ -48,6 +58,7 @@ struct CheckpointWriteInfo {
   std::string path;  // <dir>/ckpt-<seq>
   uint64_t bytes = 0;
   absl::Duration took;
+  uint32_t manifest_digest = 0;  // what a delta on it records as its base
   std::vector<uint64_t> deleted;  // sequences pruned after it
   absl::Status prune_error;       // a failure to prune (the write stands)
 };
@@ -58,6 +69,9 @@ struct LoadedCheckpoint {
   std::vector<PartitionCheckpoint> partitions;  // manifest order
   std::vector<std::string> broken;  // renamed *.broken on the way, newest first
   uint64_t bytes = 0;
+  // Sequences read, the full checkpoint first (just `sequence` when full);
+  // `partitions` are then the chain folded, never deltas.
+  std::vector<uint64_t> chain;
 };
 
 class CheckpointStore {
@@ -68,7 +82,8 @@ class CheckpointStore {
       CheckpointFs* fs, const CheckpointStoreOptions& options);
 
   // Writes `checkpoint` as the next sequence (its header.sequence is set to
-  // it). Errors are those of the filesystem (RESOURCE_EXHAUSTED for ENOSPC,
+  // it). An incremental one's base must be a complete checkpoint here
+  // (FAILED_PRECONDITION otherwise: write a full one). Errors are those of the filesystem (RESOURCE_EXHAUSTED for ENOSPC,
   // PERMISSION_DENIED for EACCES, ...; ErrnoOf gives the errno), after
   // removing the temporary directory.
   absl::StatusOr<CheckpointWriteInfo> Write(const ShardCheckpoint& checkpoint);
@@ -83,8 +98,12 @@ class CheckpointStore {
   // Sequences of the complete (not broken) checkpoints, ascending.
   absl::StatusOr<std::vector<uint64_t>> List();
 
-  // Reads and checks one checkpoint directory without renaming anything.
+  // Reads and checks one checkpoint directory without renaming anything;
+  // a delta's partitions are returned as they are, not folded.
   absl::StatusOr<LoadedCheckpoint> Load(uint64_t sequence);
+  // Load, with the chain of an incremental checkpoint folded. On failure
+  // *damaged is the sequence of the link at fault.
+  absl::StatusOr<LoadedCheckpoint> LoadChain(uint64_t sequence, uint64_t* damaged);
 
   const std::string& dir() const { return options_.dir; }
   std::string PathOf(uint64_t sequence) const;
@@ -93,7 +112,10 @@ class CheckpointStore {
   CheckpointStore(CheckpointFs* fs, CheckpointStoreOptions options);
   absl::StatusOr<uint64_t> NextSequence();
   absl::Status WriteInto(const std::string& tmp, const ShardCheckpoint& checkpoint,
-                         const CheckpointHeader& header, uint64_t* bytes);
+                         const CheckpointHeader& header, uint64_t* bytes,
+                         uint32_t* manifest_digest);
+  // The manifest of complete checkpoint `sequence`, and its digest.
+  absl::StatusOr<CheckpointManifest> ReadManifest(uint64_t sequence, uint32_t* digest);
   absl::Status Prune(std::vector<uint64_t>* deleted);
   absl::Status MarkBroken(uint64_t sequence, std::string* renamed_to);
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/sparse_table.h"
 #include "spdlog/spdlog.h"
 
 namespace taups {
@@ -17,6 +18,10 @@ absl::Status ShardCheckpointerOptions::Validate() const {
   }
   if (interval < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("checkpoint interval must be >= 0");
+  }
+  if (full_every == 0) {
+    return absl::InvalidArgumentError(
+        "checkpoint full_every must be at least 1 (1: every checkpoint full)");
   }
   return absl::OkStatus();
 }
@@ -46,6 +51,11 @@ ShardCheckpointer::ShardCheckpointer(ParameterStore* store,
 ShardCheckpointer::~ShardCheckpointer() {
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (thread_.joinable()) thread_.join();
+  for (auto& [name, weak] : hooked_) {
+    if (std::shared_ptr<Partition> partition = weak.lock()) {
+      partition->SetStepClosedHook(nullptr);
+    }
+  }
 }
 
 absl::StatusOr<RestoreReport> ShardCheckpointer::Restore() {
@@ -81,8 +91,11 @@ absl::StatusOr<RestoreReport> ShardCheckpointer::Restore() {
   report.sequence = header.sequence;
   report.incarnation = header.incarnation;
   report.created = header.created;
-  report.tables = loaded.manifest.partitions;
+  for (size_t i = 0; i < loaded.partitions.size(); ++i) {
+    report.tables.push_back(SummaryOf(loaded.partitions[i], i));
+  }
   report.broken = loaded.broken;
+  report.chain = loaded.chain;
   {
     absl::WriterMutexLock lock(&write_mu_);
     versions_at_last_ = TotalVersions();
@@ -98,23 +111,65 @@ uint64_t ShardCheckpointer::TotalVersions() const {
 
 absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::TakeNow() {
   absl::MutexLock lock(&write_mu_);
+  return Take(std::nullopt, {});
+}
+
+absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::Take(
+    std::optional<uint64_t> step_cut, std::map<std::string, PartitionCheckpoint> cut) {
   const absl::Time start = absl::Now();
   ShardCheckpoint checkpoint;
   checkpoint.header.shard_index = store_->shard_index();
   checkpoint.header.shard_count = store_->num_shards();
   checkpoint.header.incarnation = incarnation_;
   checkpoint.header.created = start;
+  const bool tracking = options_.full_every > 1;
+  const bool incremental = tracking && chain_ && chain_->deltas + 1 < options_.full_every;
+  if (incremental) checkpoint.base = chain_->base;
+  ++cut_;
   absl::Duration longest_pause;
   std::optional<uint64_t> step;
   bool one_cut = true;
   uint64_t versions = 0;
+  uint64_t whole_in_delta = 0;
+  std::map<std::string, TableTrack> tracked;  // as of this checkpoint
   for (const TableInfo& info : store_->ListTables()) {
     absl::StatusOr<std::shared_ptr<Partition>> partition =
         store_->PartitionOf(info.config.name);
     if (!partition.ok()) continue;  // dropped meanwhile
-    const absl::Time cut = absl::Now();
-    checkpoint.partitions.push_back(CapturePartition(**partition));
-    longest_pause = std::max(longest_pause, absl::Now() - cut);
+    const absl::Time taken_at = absl::Now();
+    auto copied = cut.find(info.config.name);
+    auto* sparse = dynamic_cast<SparseTable*>(&(*partition)->table());
+    if (copied != cut.end()) {
+      checkpoint.partitions.push_back(std::move(copied->second));
+    } else if (sparse != nullptr && tracking) {
+      auto track = tracks_.find(info.config.name);
+      uint32_t since = 0;
+      if (incremental && track != tracks_.end() &&
+          track->second.partition.lock() == *partition) {
+        since = track->second.since;
+      }
+      SparseTable::Changes changes;
+      PartitionSnapshot snapshot = (*partition)->SnapshotWith([&](Table&) {
+        changes = sparse->ExportChanges(since, cut_);
+        return std::move(changes.rows);
+      });
+      if (since > 0 && !changes.complete) {  // cannot tell: whole
+        snapshot = (*partition)->SnapshotWith([&](Table&) {
+          return sparse->ExportChanges(0, cut_).rows;
+        });
+        since = 0;
+      }
+      if (incremental && since == 0) ++whole_in_delta;
+      checkpoint.partitions.push_back(CheckpointOf(**partition, std::move(snapshot)));
+      if (since > 0) {
+        checkpoint.partitions.back().delta = true;
+        checkpoint.partitions.back().removed = std::move(changes.removed);
+      }
+      tracked[info.config.name] = TableTrack{*partition, cut_};
+    } else {
+      checkpoint.partitions.push_back(CapturePartition(**partition));
+    }
+    longest_pause = std::max(longest_pause, absl::Now() - taken_at);
     const PartitionCheckpoint& taken = checkpoint.partitions.back();
     versions += taken.snapshot.policy.version;
     const ConsistencyKind kind = taken.config.consistency.kind;
@@ -127,6 +182,9 @@ absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::TakeNow() {
     }
   }
   if (one_cut) checkpoint.header.sync_step = step;
+  if (step_cut && checkpoint.header.sync_step != step_cut) {
+    return absl::InternalError("a step cut whose tables disagree on the step");
+  }
   absl::StatusOr<CheckpointWriteInfo> written = files_->Write(checkpoint);
   absl::MutexLock stats_lock(&stats_mu_);
   stats_.longest_pause = std::max(stats_.longest_pause, longest_pause);
@@ -138,14 +196,31 @@ absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::TakeNow() {
     return written.status();
   }
   versions_at_last_ = versions;
+  chain_ = ChainLink{CheckpointBase{written->sequence, written->manifest_digest},
+                     incremental ? chain_->deltas + 1 : 0};
+  // A table held whole here or by a delta is tracked from this cut on; one
+  // that was copied at a step (whole, tracking untouched) keeps its track.
+  for (auto& [name, track] : tracked) tracks_[name] = track;
+  for (auto it = tracks_.begin(); it != tracks_.end();) {
+    it = it->second.partition.expired() ? tracks_.erase(it) : std::next(it);
+  }
   ++stats_.taken;
+  if (incremental) ++stats_.incremental;
+  if (step_cut) {
+    ++stats_.step_cuts;
+    stats_.last_step_cut = *step_cut;
+  }
+  stats_.tables_whole_in_delta += whole_in_delta;
   stats_.last_success = absl::Now();
   stats_.last_duration = stats_.last_success - start;
   stats_.last_bytes = written->bytes;
   stats_.last_error.clear();
-  spdlog::info("checkpoint {} written: {} tables, {} bytes in {} (longest "
-               "table cut {}){}", written->path, checkpoint.partitions.size(),
-               written->bytes, absl::FormatDuration(stats_.last_duration),
+  spdlog::info("checkpoint {} written ({}): {} tables, {} bytes in {} (longest "
+               "table cut {}){}", written->path,
+               incremental ? absl::StrCat("delta on ", checkpoint.base->sequence)
+                           : std::string("full"),
+               checkpoint.partitions.size(), written->bytes,
+               absl::FormatDuration(stats_.last_duration),
                absl::FormatDuration(longest_pause),
                checkpoint.header.sync_step
                    ? absl::StrCat(", at sync step ", *checkpoint.header.sync_step)
@@ -153,9 +228,77 @@ absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::TakeNow() {
   return written;
 }
 
+void ShardCheckpointer::OnStepClosed(
+    const std::string& table, uint64_t steps_closed, const Partition& partition,
+    absl::FunctionRef<PartitionSnapshot(absl::FunctionRef<TableSnapshot(Table&)>)>
+        snapshot) {
+  if (steps_closed % options_.every_steps != 0) return;
+  PartitionCheckpoint copy =
+      CheckpointOf(partition, snapshot([](Table& t) { return t.Export(); }));
+  absl::MutexLock lock(&steps_mu_);
+  step_copies_[steps_closed][table] = std::move(copy);
+  // A table far ahead of another must not pile up copies: keep 4 steps.
+  while (step_copies_.size() > 4) step_copies_.erase(step_copies_.begin());
+}
+
+void ShardCheckpointer::HookNewTables() {
+  for (const TableInfo& info : store_->ListTables()) {
+    const ConsistencyKind kind = info.config.consistency.kind;
+    absl::StatusOr<std::shared_ptr<Partition>> partition =
+        store_->PartitionOf(info.config.name);
+    if (!partition.ok()) continue;
+    const ConsistencyKind now = (*partition)->consistency().kind;
+    if (now != ConsistencyKind::kSync && now != ConsistencyKind::kSemiSync &&
+        kind != ConsistencyKind::kSync && kind != ConsistencyKind::kSemiSync) {
+      continue;
+    }
+    auto it = hooked_.find(info.config.name);
+    if (it != hooked_.end() && it->second.lock() == *partition) continue;
+    const std::string name = info.config.name;
+    Partition* raw = partition->get();
+    raw->SetStepClosedHook([this, name, raw](uint64_t steps, auto snapshot) {
+      OnStepClosed(name, steps, *raw, snapshot);
+    });
+    hooked_[name] = *partition;
+  }
+}
+
+void ShardCheckpointer::WriteCompleteStep() {
+  std::vector<std::string> sync_tables;
+  for (const TableInfo& info : store_->ListTables()) {
+    absl::StatusOr<std::shared_ptr<Partition>> partition =
+        store_->PartitionOf(info.config.name);
+    if (!partition.ok()) continue;
+    const ConsistencyKind kind = (*partition)->consistency().kind;
+    if (kind == ConsistencyKind::kSync || kind == ConsistencyKind::kSemiSync) {
+      sync_tables.push_back(info.config.name);
+    }
+  }
+  if (sync_tables.empty()) return;
+  std::optional<uint64_t> step;
+  std::map<std::string, PartitionCheckpoint> cut;
+  {
+    absl::MutexLock lock(&steps_mu_);
+    for (auto it = step_copies_.rbegin(); it != step_copies_.rend(); ++it) {
+      const bool complete = std::all_of(
+          sync_tables.begin(), sync_tables.end(),
+          [&](const std::string& t) { return it->second.contains(t); });
+      if (!complete) continue;
+      step = it->first;
+      cut = std::move(it->second);
+      step_copies_.erase(step_copies_.begin(), it.base());
+      break;
+    }
+  }
+  if (!step) return;
+  absl::MutexLock lock(&write_mu_);
+  Take(step, std::move(cut)).IgnoreError();  // logged and counted by Take
+}
+
 void ShardCheckpointer::StartBackground() {
   if (thread_.joinable()) return;
-  if (options_.interval <= absl::ZeroDuration() && options_.every_versions == 0) {
+  if (options_.interval <= absl::ZeroDuration() && options_.every_versions == 0 &&
+      options_.every_steps == 0) {
     return;
   }
   thread_ = std::thread([this] { Loop(); });
@@ -167,6 +310,10 @@ void ShardCheckpointer::Loop() {
   const absl::Duration poll = absl::Milliseconds(200);
   absl::Time last = absl::Now();
   while (!stop_.WaitForNotificationWithTimeout(poll)) {
+    if (options_.every_steps > 0) {
+      HookNewTables();
+      WriteCompleteStep();
+    }
     bool due = options_.interval > absl::ZeroDuration() &&
                absl::Now() - last >= options_.interval;
     if (!due && options_.every_versions > 0) {

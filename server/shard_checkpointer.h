@@ -8,6 +8,26 @@
 // cut at the same step boundary with nothing of the open step gathered, so
 // restoring such checkpoints of all shards gives a model that existed.
 //
+// Incremental checkpoints (full_every > 1): of every full_every
+// checkpoints one is full and the others are deltas on the one before:
+// sparse tables write only the rows changed and the keys removed since it
+// (SparseTable::ExportChanges), dense tables and the small state (version,
+// policy, dedup window) go whole. A table new since the last checkpoint, a
+// restored one, or one whose changes could not all be told goes whole
+// inside the delta. A failed write leaves the base as it was: the next
+// delta covers everything since the last one written.
+//
+// Step cut (every_steps = N > 0): every sync and semi-sync table gets a
+// hook on its apply path (Partition::SetStepClosedHook) that copies the
+// table exactly when its k*N-th step closes; once every such table of the
+// shard has its copy for step k*N, the background thread writes them (and
+// the other tables as they are then) as one checkpoint whose header records
+// sync_step = k*N. Shards running the same steps thus hold checkpoints of
+// the same step: restoring those on every shard gives the model as it was
+// after step k*N. Tables are hooked by the background thread, within
+// 200 ms of their creation. Async tables have no steps: each of their
+// checkpoints is consistent in itself only.
+//
 // Checkpoints are taken when asked (TakeNow: an admin call, SIGTERM after
 // draining), and by a background thread every `interval` and/or when the
 // shard's tables together applied `every_versions` updates since the last.
@@ -20,7 +40,9 @@
 #define TAUPS_SERVER_SHARD_CHECKPOINTER_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +63,8 @@ struct ShardCheckpointerOptions {
   uint32_t keep = 3;  // complete checkpoints kept
   absl::Duration interval = absl::ZeroDuration();  // 0: no timer
   uint64_t every_versions = 0;                     // 0: no version trigger
+  uint32_t full_every = 1;   // 1: every checkpoint full; K: 1 full, K-1 deltas
+  uint64_t every_steps = 0;  // 0: no step cut
   absl::Status Validate() const;
 };
 
@@ -52,6 +76,7 @@ struct RestoreReport {
   absl::Time created;
   std::vector<PartitionSummary> tables;
   std::vector<std::string> broken;  // checkpoints found bad on the way
+  std::vector<uint64_t> chain;      // sequences folded, the full one first
 };
 
 // Counters for metrics and the stats line.
@@ -62,6 +87,10 @@ struct CheckpointerStats {
   absl::Duration last_duration;
   absl::Duration longest_pause;  // longest single partition cut
   uint64_t last_bytes = 0;
+  uint64_t incremental = 0;      // of `taken`, deltas
+  uint64_t step_cuts = 0;        // of `taken`, at a step boundary
+  uint64_t last_step_cut = 0;    // its step
+  uint64_t tables_whole_in_delta = 0;  // sparse tables a delta wrote whole
   std::string last_error;
 };
 
@@ -93,8 +122,35 @@ class ShardCheckpointer {
  private:
   ShardCheckpointer(ParameterStore* store, std::unique_ptr<CheckpointStore> files,
                     const ShardCheckpointerOptions& options, uint64_t incarnation);
+  // The last checkpoint written: what the next delta follows.
+  struct ChainLink {
+    CheckpointBase base;
+    uint32_t deltas = 0;  // since the full one
+  };
+  // A sparse table's change tracking: the cut its last written checkpoint
+  // holds it at, and which partition that was.
+  struct TableTrack {
+    std::weak_ptr<Partition> partition;
+    uint32_t since = 0;
+  };
+  // Copies taken on the apply path when a step closed, by step then table.
+  using StepCopies = std::map<uint64_t, std::map<std::string, PartitionCheckpoint>>;
+
   uint64_t TotalVersions() const;
   void Loop();
+  // TakeNow's body; `cut`: the step and the copies of its sync tables.
+  absl::StatusOr<CheckpointWriteInfo> Take(
+      std::optional<uint64_t> step,
+      std::map<std::string, PartitionCheckpoint> cut)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Hooks the sync/semi-sync tables not hooked yet; writes the newest step
+  // every one of them has a copy of.
+  void HookNewTables();
+  void WriteCompleteStep();
+  void OnStepClosed(const std::string& table, uint64_t steps_closed,
+                    const Partition& partition,
+                    absl::FunctionRef<PartitionSnapshot(
+                        absl::FunctionRef<TableSnapshot(Table&)>)> snapshot);
 
   ParameterStore* const store_;
   const std::unique_ptr<CheckpointStore> files_;
@@ -104,6 +160,12 @@ class ShardCheckpointer {
   mutable absl::Mutex stats_mu_;
   CheckpointerStats stats_ ABSL_GUARDED_BY(stats_mu_);
   uint64_t versions_at_last_ ABSL_GUARDED_BY(write_mu_) = 0;
+  std::optional<ChainLink> chain_ ABSL_GUARDED_BY(write_mu_);
+  uint32_t cut_ ABSL_GUARDED_BY(write_mu_) = 0;
+  std::map<std::string, TableTrack> tracks_ ABSL_GUARDED_BY(write_mu_);
+  absl::Mutex steps_mu_;  // a leaf: taken under partition locks
+  StepCopies step_copies_ ABSL_GUARDED_BY(steps_mu_);
+  std::map<std::string, std::weak_ptr<Partition>> hooked_;  // Loop only
   absl::Notification stop_;
   std::thread thread_;
 };

@@ -241,6 +241,7 @@ void SparseTable::Apply(const GradientPart& part, float lr_factor,
       }
       if (slot == StripeRows::kNoSlot) continue;  // not admitted: dropped
       ++stripe.rows.version(slot);
+      stripe.rows.MarkChanged(slot);
       slots.push_back(slot);
       grad_rows.push_back(i);
     }
@@ -398,22 +399,41 @@ bool SparseTable::UpdateStaysFinite(const GradientPart& part, float lr_factor,
   return finite;
 }
 
+void SparseTable::CopyRowLocked(const Stripe& stripe, uint64_t key,
+                                uint32_t slot, TableSnapshot& out) const {
+  const size_t width = row_stride_ / dim_ - 1;
+  const float* row = stripe.rows.row(slot);
+  out.keys.push_back(key);
+  out.values.insert(out.values.end(), row, row + dim_);
+  out.state.insert(out.state.end(), row + dim_, row + dim_ + dim_ * width);
+  out.row_versions.push_back(stripe.rows.version(slot));
+}
+
 TableSnapshot SparseTable::Export() const {
   TableSnapshot snapshot;
-  const size_t width = row_stride_ / dim_ - 1;
   for (const auto& stripe : stripes_) {
     absl::MutexLock lock(&stripe->mu);
     stripe->rows.ForEachRow([&](uint64_t key, uint32_t slot)
                                 ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      const float* row = stripe->rows.row(slot);
-      snapshot.keys.push_back(key);
-      snapshot.values.insert(snapshot.values.end(), row, row + dim_);
-      snapshot.state.insert(snapshot.state.end(), row + dim_,
-                            row + dim_ + dim_ * width);
-      snapshot.row_versions.push_back(stripe->rows.version(slot));
+      CopyRowLocked(*stripe, key, slot, snapshot);
     });
   }
   return snapshot;
+}
+
+SparseTable::Changes SparseTable::ExportChanges(uint32_t since, uint32_t cut) {
+  Changes changes;
+  for (const auto& stripe : stripes_) {
+    absl::MutexLock lock(&stripe->mu);
+    const bool complete = stripe->rows.CollectChanges(
+        since, cut,
+        [&](uint64_t key, uint32_t slot) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          CopyRowLocked(*stripe, key, slot, changes.rows);
+        },
+        &changes.removed);
+    changes.complete = changes.complete && complete;
+  }
+  return changes;
 }
 
 absl::Status SparseTable::Import(const TableSnapshot& snapshot) {

@@ -106,6 +106,23 @@ class SparseTable final : public Table {
   TableSnapshot Export() const override;
   absl::Status Import(const TableSnapshot& snapshot) override;
 
+  // Incremental checkpoints: the rows created or updated, and the keys
+  // whose rows went (evicted, expired), since the export of cut `since`
+  // (0: since the table began: every row); later changes belong to the
+  // epoch after `cut`, which must exceed every cut before. Each stripe is
+  // read and advanced under its lock, so a change made while this runs is
+  // in this export or in the next, never lost; the caller keeps writers
+  // out (the partition's snapshot does) for a cut consistent with the
+  // version. `complete` is false when some change since `since` cannot be
+  // told (tracking started by this call, a restore, or too many removals):
+  // a full export is then needed. Tracking starts on the first call.
+  struct Changes {
+    TableSnapshot rows;             // as Export, for the changed rows only
+    std::vector<uint64_t> removed;  // keys without a row now
+    bool complete = true;
+  };
+  Changes ExportChanges(uint32_t since, uint32_t cut);
+
   // Expires rows idle for the ttl (bounded work per stripe per call; the
   // rest go on the next call or on their next touch). No-op without a ttl.
   void ExpireIdle() override;
@@ -138,6 +155,10 @@ class SparseTable final : public Table {
   uint32_t CreateLocked(Stripe& stripe, uint64_t key, int64_t now_ns)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
   std::unique_ptr<Stripe> NewStripe() const;
+  // Appends `slot`'s row (key, values, state, version) to `out`.
+  void CopyRowLocked(const Stripe& stripe, uint64_t key, uint32_t slot,
+                     TableSnapshot& out) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stripe.mu);
   // Records the taus `sink` measured (counted rows only) in row_tau_.
   void RecordRowTau(const RowTauSink& sink, absl::Span<const uint8_t> counted);
 

@@ -23,7 +23,16 @@ void StripeRows::Touch(uint32_t slot, int64_t now_ns) {
   if (uses_lfu()) lfu_.Touch(slot);
 }
 
+void StripeRows::RecordRemoved(uint64_t key) {
+  if (removed_.size() >= kMaxRemovedKeys) {
+    removed_.clear();
+    removals_lost_through_ = epoch_;
+  }
+  removed_[key] = epoch_;
+}
+
 void StripeRows::Detach(uint32_t slot) {
+  if (tracking_) RecordRemoved(key_of_[slot]);
   slot_of_.erase(key_of_[slot]);
   if (uses_recency()) recency_.Unlink(slot);
   if (uses_lfu()) lfu_.Remove(slot);
@@ -58,6 +67,7 @@ uint32_t StripeRows::TakeSlot(int64_t now_ns) {
     const size_t slot = key_of_.size();
     GrowCapped(key_of_, slot + 1, max_rows_);
     GrowCapped(version_of_, slot + 1, max_rows_);
+    if (tracking_) GrowCapped(changed_epoch_, slot + 1, max_rows_);
     if (ttl_ns_ > 0) GrowCapped(touched_ns_, slot + 1, max_rows_);
     GrowCapped(arena_, (slot + 1) * row_stride_, max_rows_ * row_stride_);
     return static_cast<uint32_t>(slot);
@@ -90,6 +100,10 @@ uint32_t StripeRows::CreateAdmitted(uint64_t key, int64_t now_ns) {
   key_of_[slot] = key;
   version_of_[slot] = 0;
   slot_of_.emplace(key, slot);
+  if (tracking_) {
+    changed_epoch_[slot] = epoch_;
+    removed_.erase(key);
+  }
   if (ttl_ns_ > 0) touched_ns_[slot] = now_ns;
   if (uses_recency()) recency_.PushFront(slot);
   if (uses_lfu()) lfu_.Add(slot);
@@ -123,6 +137,8 @@ size_t StripeRows::memory_bytes() const {
   return index + arena_.capacity() * sizeof(float) +
          (key_of_.capacity() + version_of_.capacity()) * sizeof(uint64_t) +
          touched_ns_.capacity() * sizeof(int64_t) +
+         changed_epoch_.capacity() * sizeof(uint32_t) +
+         removed_.capacity() * (sizeof(std::pair<const uint64_t, uint32_t>) + 1) +
          free_slots_.capacity() * sizeof(uint32_t) + recency_.memory_bytes() +
          lfu_.memory_bytes() + admission_.memory_bytes() + sizeof(*this);
 }

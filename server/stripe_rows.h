@@ -22,6 +22,15 @@
 // Times are nanoseconds of the shard's clock, passed in by the caller
 // (ignored when ttl is 0).
 //
+// Change tracking (incremental checkpoints; off until the first
+// CollectChanges): every row carries the epoch of its last change (created,
+// updated through MarkChanged), and a row that goes (evicted, expired)
+// leaves its key with the epoch it went in. CollectChanges(since, cut)
+// reports the rows and removed keys of epochs > since and starts epoch
+// cut + 1. Removed keys are held until a collection with since >= their
+// epoch; past kMaxRemovedKeys they are dropped and any collection since an
+// earlier epoch is reported incomplete. Tracking costs 4 bytes per row.
+//
 // Thread-compatible: SparseTable holds the stripe's mutex around every call.
 #ifndef TAUPS_SERVER_STRIPE_ROWS_H_
 #define TAUPS_SERVER_STRIPE_ROWS_H_
@@ -80,6 +89,42 @@ class StripeRows {
   void ForEachRow(Fn&& fn) const {
     for (const auto& [key, slot] : slot_of_) fn(key, slot);
   }
+  // Records that `slot`'s row changed (values, state or version).
+  void MarkChanged(uint32_t slot) {
+    if (tracking_) changed_epoch_[slot] = epoch_;
+  }
+  // Removed keys a stripe remembers between two collections.
+  static constexpr size_t kMaxRemovedKeys = size_t{1} << 15;
+  // Calls on_row(key, slot) for every row changed in an epoch > `since`,
+  // appends the keys removed in such epochs (and without a row now) to
+  // `removed`, forgets removals of epochs <= since, and stamps later changes
+  // with cut + 1 (`cut` must exceed every cut before). Returns false when it
+  // cannot tell every change since `since` (tracking started now with
+  // since > 0, or removals were dropped after an epoch > since).
+  template <typename Fn>
+  bool CollectChanges(uint32_t since, uint32_t cut, Fn&& on_row,
+                      std::vector<uint64_t>* removed) {
+    bool complete = true;
+    if (!tracking_) {
+      tracking_ = true;
+      changed_epoch_.assign(key_of_.size(), epoch_);
+      complete = since == 0;
+    }
+    if (removals_lost_through_ > since) complete = false;
+    for (const auto& [key, slot] : slot_of_) {
+      if (changed_epoch_[slot] > since) on_row(key, slot);
+    }
+    for (auto it = removed_.begin(); it != removed_.end();) {
+      if (it->second <= since) {
+        removed_.erase(it++);
+        continue;
+      }
+      removed->push_back(it->first);
+      ++it;
+    }
+    epoch_ = cut + 1;
+    return complete;
+  }
   // The version of `key`'s row without touching it; nullopt if the key has
   // no live row.
   std::optional<uint64_t> PeekVersion(uint64_t key, int64_t now_ns) const;
@@ -116,6 +161,8 @@ class StripeRows {
   void Touch(uint32_t slot, int64_t now_ns);
   // Takes `slot`'s row out of the index and the orders; the slot is free.
   void Detach(uint32_t slot);
+  // Change tracking: remembers that `key`'s row went in this epoch.
+  void RecordRemoved(uint64_t key);
   // A free slot: reused, new, or (stripe full) taken from an expired or
   // evicted row.
   uint32_t TakeSlot(int64_t now_ns);
@@ -134,6 +181,11 @@ class StripeRows {
   RecencyList recency_;  // unused unless uses_recency()
   LfuOrder lfu_;         // unused unless uses_lfu()
   AdmissionFilter admission_;
+  bool tracking_ = false;
+  uint32_t epoch_ = 1;                  // stamp of changes made now
+  uint32_t removals_lost_through_ = 0;  // removals of epochs <= it dropped
+  std::vector<uint32_t> changed_epoch_;  // per slot, when tracking_
+  absl::flat_hash_map<uint64_t, uint32_t> removed_;  // key -> epoch gone
   uint64_t evictions_ = 0;
   uint64_t ttl_expired_ = 0;
   uint64_t refused_ = 0;
