@@ -14,9 +14,12 @@
 #include "absl/strings/str_cat.h"
 #include "bench/byte_size.h"
 #include "bench/raw_transfer_server.h"
+#include "common/port_file.h"
 
 ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on (plaintext).");
 ABSL_FLAG(int, port, 7100, "Port to listen on; 0 picks a free one.");
+ABSL_FLAG(std::string, port_file, "",
+          "When set, the port listened on is written here (with --port=0).");
 ABSL_FLAG(std::string, max_download, "64MiB",
           "Preallocated Download buffer; larger Downloads are refused.");
 
@@ -46,6 +49,15 @@ int main(int argc, char** argv) {
   if (!server.ok()) {
     std::fprintf(stderr, "%s\n", server.status().ToString().c_str());
     return 1;
+  }
+  const std::string port_file = absl::GetFlag(FLAGS_port_file);
+  if (!port_file.empty()) {
+    const absl::Status written =
+        taups::WritePortFile("--port_file", port_file, (*server)->port());
+    if (!written.ok()) {
+      std::fprintf(stderr, "%s\n", written.ToString().c_str());
+      return 1;
+    }
   }
   std::printf("raw_transfer_server listening on port %d\n", (*server)->port());
   std::fflush(stdout);

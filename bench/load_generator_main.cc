@@ -1,0 +1,214 @@
+// load_generator: one real ps_server shard driven by W concurrent workers,
+// each a tauPS client with its own worker id, registration and gRPC channel,
+// under async and sync. A benchmark; --short is CI's smoke test of it.
+//
+//   load_generator                         # W = 4,16,64,256, async and sync
+//   load_generator --format=markdown       # the table for docs/BENCHMARKS.md
+//   load_generator --short                 # W = 4,32, 1 s each: CI smoke
+//
+// Exits 1 when a run fails or a worker's accepted pushes were not all
+// applied exactly once (compared with the shard's version and push count).
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "bench/byte_size.h"
+#include "bench/load_generator.h"
+#include "bench/machine_info.h"
+#include "bench/report_table.h"
+#include "bench/server_process.h"
+#include "common/status_macros.h"
+#include "common/usage.h"
+
+ABSL_FLAG(std::vector<std::string>, workers,
+          std::vector<std::string>({"4", "16", "64", "256"}),
+          "Worker counts to run, each against a fresh table.");
+ABSL_FLAG(std::vector<std::string>, modes,
+          std::vector<std::string>({"async", "sync"}),
+          "Consistency models to run: async, sync.");
+ABSL_FLAG(double, seconds, 3.0, "How long each (mode, W) runs.");
+ABSL_FLAG(std::string, table_bytes, "64KiB",
+          "float32 payload of each worker's pull and push.");
+ABSL_FLAG(bool, short, false,
+          "CI smoke: W = 4,32, 1 s each, 16 KiB tables (flags given "
+          "explicitly still win).");
+ABSL_FLAG(std::string, server_binary, "",
+          "ps_server to start; default: the one next to this binary.");
+ABSL_FLAG(std::vector<std::string>, server_args, {},
+          "Extra ps_server flags, e.g. --server_args=--lease_s=30.");
+ABSL_FLAG(std::string, format, "text", "text | markdown");
+
+namespace taups::bench {
+namespace {
+
+std::string KindName(ConsistencyKind kind) {
+  return kind == ConsistencyKind::kSync ? "sync" : "async";
+}
+
+absl::StatusOr<std::vector<int>> WorkerCounts() {
+  std::vector<int> counts;
+  for (const std::string& text : absl::GetFlag(FLAGS_workers)) {
+    int w = 0;
+    if (!absl::SimpleAtoi(text, &w) || w < 1 || w > 1000) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--workers: '", text, "' is not a count in 1..1000"));
+    }
+    counts.push_back(w);
+  }
+  return counts;
+}
+
+absl::StatusOr<std::vector<ConsistencyKind>> Modes() {
+  std::vector<ConsistencyKind> modes;
+  for (const std::string& name : absl::GetFlag(FLAGS_modes)) {
+    if (name == "async") {
+      modes.push_back(ConsistencyKind::kAsync);
+    } else if (name == "sync") {
+      modes.push_back(ConsistencyKind::kSync);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--modes: '", name, "' is neither async nor sync"));
+    }
+  }
+  return modes;
+}
+
+// --short's values for the flags the command line did not set.
+void ApplyShort(int argc, char** argv) {
+  auto given = [&](absl::string_view flag) {
+    for (int i = 1; i < argc; ++i) {
+      absl::string_view arg = argv[i];
+      if (absl::StartsWith(arg, absl::StrCat("--", flag))) return true;
+    }
+    return false;
+  };
+  if (!given("workers")) absl::SetFlag(&FLAGS_workers, {"4", "32"});
+  if (!given("seconds")) absl::SetFlag(&FLAGS_seconds, 1.0);
+  if (!given("table_bytes")) absl::SetFlag(&FLAGS_table_bytes, "16KiB");
+}
+
+absl::Status Run() {
+  ASSIGN_OR_RETURN(TableFormat format,
+                   ParseTableFormat(absl::GetFlag(FLAGS_format)));
+  ASSIGN_OR_RETURN(std::vector<int> counts, WorkerCounts());
+  ASSIGN_OR_RETURN(std::vector<ConsistencyKind> modes, Modes());
+  ASSIGN_OR_RETURN(size_t table_bytes,
+                   ParseByteSize(absl::GetFlag(FLAGS_table_bytes)));
+  const double seconds = absl::GetFlag(FLAGS_seconds);
+  if (!(seconds > 0) || table_bytes < sizeof(float)) {
+    return absl::InvalidArgumentError("--seconds and --table_bytes must be positive");
+  }
+  std::string binary = absl::GetFlag(FLAGS_server_binary);
+  if (binary.empty()) binary = OwnBinaryDir() + "/ps_server";
+
+  char scratch_template[] = "/tmp/taups_load_XXXXXX";
+  if (mkdtemp(scratch_template) == nullptr) {
+    return absl::InternalError("cannot make a scratch directory");
+  }
+  const std::string scratch = scratch_template;
+  std::vector<std::string> server_args = {"--host=127.0.0.1",
+                                          "--stats_interval_s=0"};
+  for (const std::string& a : absl::GetFlag(FLAGS_server_args)) {
+    server_args.push_back(a);
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<ServerProcess> server,
+                   ServerProcess::Start(binary, server_args, scratch,
+                                        "ps_server.log"));
+
+  std::vector<std::string> description = DescribeMachine();
+  description.push_back(absl::StrCat(
+      "one ps_server shard (pid ", server->pid(), ", ", binary, " ",
+      absl::StrJoin(server_args, " "), ")"));
+  description.push_back(absl::StrCat(
+      "each worker: its own Client (worker id, registration, 1 channel), "
+      "PullDense + PushDense + Clock of a ", FormatBytes(table_bytes),
+      " table, ", seconds, " s per row"));
+  description.push_back(
+      "latencies in ms over every call of every worker; server threads "
+      "before the workers connected → peak; RSS per worker = (peak - "
+      "before) / W");
+  PrintReportHeader(format, "Load generator: W workers on one shard",
+                    description);
+
+  ReportTable table({"mode", "W", "steps (min)", "pushes/s", "MB/s", "push p50",
+                     "push p99", "pull p50", "pull p99", "server threads",
+                     "RSS/worker", "server cpu-s/s", "applied"},
+                    /*left_columns=*/2);
+  bool all_exact = true;
+  double async_first = 0, async_last = 0;
+  uint32_t next_worker_id = 1;
+  for (ConsistencyKind kind : modes) {
+    for (int w : counts) {
+      LoadConfig config;
+      config.server_address = server->address();
+      config.server = server.get();
+      config.kind = kind;
+      config.workers = w;
+      config.table_bytes = table_bytes;
+      config.duration = absl::Seconds(seconds);
+      config.first_worker_id = next_worker_id;
+      config.table_name = absl::StrCat("load_", KindName(kind), "_", w);
+      next_worker_id += static_cast<uint32_t>(w);
+      std::fprintf(stderr, "  %s W=%d ...\n", KindName(kind).c_str(), w);
+      ASSIGN_OR_RETURN(LoadResult r, RunLoad(config));
+      const double pushes = r.PushesPerSecond();
+      if (kind == ConsistencyKind::kAsync) {
+        if (async_first == 0) async_first = pushes;
+        async_last = pushes;
+      }
+      all_exact = all_exact && r.applied_exactly;
+      // A pull and a push of the table per accepted push.
+      const double mb = pushes * 2.0 * static_cast<double>(table_bytes) / 1e6;
+      table.AddRow(
+          {KindName(kind), absl::StrCat(w), absl::StrCat(r.steps),
+           FormatNumber(pushes), FormatNumber(mb), FormatNumber(r.push_p50_ms),
+           FormatNumber(r.push_p99_ms), FormatNumber(r.pull_p50_ms),
+           FormatNumber(r.pull_p99_ms),
+           absl::StrCat(r.threads_before, " → ", r.threads_peak),
+           FormatBytes(static_cast<double>(r.rss_peak - r.rss_before) / w),
+           FormatNumber(r.seconds > 0 ? r.server_cpu_seconds / r.seconds : 0),
+           r.applied_exactly ? "exact" : r.mismatch});
+    }
+  }
+  table.Print(format, stdout);
+  if (counts.size() > 1 && async_first > 0) {
+    std::printf("\nasync pushes/s at W=%d ÷ at W=%d: %s\n", counts.back(),
+                counts.front(), FormatNumber(async_last / async_first).c_str());
+  }
+  server.reset();
+  std::string rm = absl::StrCat("rm -rf '", scratch, "'");
+  if (std::system(rm.c_str()) != 0) {
+    std::fprintf(stderr, "could not remove %s\n", scratch.c_str());
+  }
+  if (!all_exact) {
+    return absl::InternalError("some pushes were not applied exactly once");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace taups::bench
+
+int main(int argc, char** argv) {
+  taups::SetUsage(
+      "Drives one ps_server shard with W concurrent workers (async and "
+      "sync) and reports throughput, latency, server threads and memory.\n"
+      "  load_generator [--workers=4,16,64,256] [--modes=async,sync] "
+      "[--short] [--format=markdown]");
+  absl::ParseCommandLine(argc, argv);
+  if (absl::GetFlag(FLAGS_short)) taups::bench::ApplyShort(argc, argv);
+  const absl::Status status = taups::bench::Run();
+  if (!status.ok()) {
+    std::fprintf(stderr, "load_generator: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
