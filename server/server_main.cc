@@ -108,6 +108,15 @@ ABSL_FLAG(double, checkpoint_interval_s, 0,
 ABSL_FLAG(uint64_t, checkpoint_every_versions, 0,
           "Checkpoint when the shard's tables applied this many updates "
           "since the last one; 0: no such trigger.");
+ABSL_FLAG(uint32_t, checkpoint_full_every, 1,
+          "Of every N checkpoints one is full and the other N-1 are "
+          "incremental: sparse tables write only the rows changed and the "
+          "keys evicted since the checkpoint before (1: every one full).");
+ABSL_FLAG(uint64_t, checkpoint_every_steps, 0,
+          "Checkpoint right after every N-th step of the sync and semi-sync "
+          "tables closes, copied on the apply path, so shards running the "
+          "same steps hold checkpoints of the same step; the manifest records "
+          "it (0: no step cut).");
 ABSL_FLAG(bool, start_empty, false,
           "With --checkpoint_dir holding no valid checkpoint: start with no "
           "tables (a shard's first start) instead of refusing.");
@@ -152,6 +161,8 @@ constexpr taups::FlagRange kFlagRanges[] = {
     {"checkpoint_keep", 1, 1000},
     {"checkpoint_interval_s", 0, 7 * 86400},
     {"checkpoint_every_versions", 0, uint64_t{1} << 48},
+    {"checkpoint_full_every", 1, 1000},
+    {"checkpoint_every_steps", 0, uint64_t{1} << 48},
     {"metrics_port", -1, 65535},
     {"max_workers", 1, taups::ServerLimits::kMaxWorkers},
     {"max_workers_per_table", 1, taups::ServerLimits::kMaxWorkers},
@@ -287,6 +298,8 @@ int main(int argc, char** argv) {
   options.checkpoints.interval =
       absl::Seconds(absl::GetFlag(FLAGS_checkpoint_interval_s));
   options.checkpoints.every_versions = absl::GetFlag(FLAGS_checkpoint_every_versions);
+  options.checkpoints.full_every = absl::GetFlag(FLAGS_checkpoint_full_every);
+  options.checkpoints.every_steps = absl::GetFlag(FLAGS_checkpoint_every_steps);
   options.start_empty = absl::GetFlag(FLAGS_start_empty);
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   options.metrics_host = absl::GetFlag(FLAGS_metrics_host);
