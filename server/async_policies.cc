@@ -26,7 +26,9 @@ class AsyncPolicy : public ConsistencyPolicy {
     stamp.new_version = state.version;
     return stamp;
   }
-  bool PullReady(const PolicyState&, uint64_t) const override { return true; }
+  bool PullReady(const PolicyState&, uint32_t, uint64_t) const override {
+    return true;
+  }
   std::string WaitingFor(const PolicyState&, uint64_t) const override {
     return "nothing (async pulls never wait)";
   }
@@ -41,7 +43,8 @@ class AsyncPolicy : public ConsistencyPolicy {
 // worker's clock, so it neither blocks the others nor runs ahead of them.
 class SspPolicy final : public AsyncPolicy {
  public:
-  bool PullReady(const PolicyState& state, uint64_t clock) const override {
+  bool PullReady(const PolicyState& state, uint32_t,
+                 uint64_t clock) const override {
     const uint64_t min = state.MinLiveClock(-1);
     return min == std::numeric_limits<uint64_t>::max() ||
            clock <= min + state.consistency.staleness_bound;

@@ -91,8 +91,18 @@ class BarrierPolicy final : public ConsistencyPolicy {
     return stamp;
   }
 
-  bool PullReady(const PolicyState& state, uint64_t clock) const override {
-    return state.open_step >= clock;
+  // A pull at clock c reads once step c-1 closed. While catching up (after
+  // a restore or a switch, until a step closes normally) it also reads when
+  // this shard will not see the puller's push for step c-1: the shard is
+  // more than one step behind it, or one step behind without its arrival.
+  // Its push was then lost with a restarted shard (or landed on a shard
+  // that switched earlier), so the step could only close by the pull's
+  // deadline; the puller's next push, for step c, catches the shard up.
+  bool PullReady(const PolicyState& state, uint32_t worker,
+                 uint64_t clock) const override {
+    if (state.open_step >= clock) return true;
+    if (!state.just_switched) return false;
+    return state.open_step + 1 < clock || !state.arrivals.contains(worker);
   }
 
   std::string WaitingFor(const PolicyState& state, uint64_t) const override {

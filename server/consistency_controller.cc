@@ -72,18 +72,17 @@ absl::StatusOr<PushOutcome> ConsistencyController::Push(const PushArgs& args) {
   return policy().Push(state_, treated, std::move(outcome));
 }
 
-bool ConsistencyController::PullReady(uint32_t /*worker*/,
-                                      uint64_t clock) const {
+bool ConsistencyController::PullReady(uint32_t worker, uint64_t clock) const {
   absl::ReaderMutexLock lock(&mu_);
-  return policy().PullReady(state_, clock);
+  return policy().PullReady(state_, worker, clock);
 }
 
-absl::Status ConsistencyController::AwaitPullReady(uint32_t /*worker*/,
+absl::Status ConsistencyController::AwaitPullReady(uint32_t worker,
                                                    uint64_t clock,
                                                    absl::Time deadline) {
   absl::MutexLock lock(&mu_);
-  auto ready = [this, clock]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    return policy().PullReady(state_, clock);
+  auto ready = [this, worker, clock]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return policy().PullReady(state_, worker, clock);
   };
   if (mu_.AwaitWithDeadline(absl::Condition(&ready), deadline)) {
     return absl::OkStatus();

@@ -39,8 +39,10 @@ class ConsistencyPolicy {
   virtual absl::StatusOr<PushOutcome> Push(PolicyState& state,
                                            const PushArgs& args,
                                            PushOutcome stamp) const = 0;
-  // Whether a pull at `clock` may read now; if not, what it waits for.
-  virtual bool PullReady(const PolicyState& state, uint64_t clock) const = 0;
+  // Whether a pull by `worker` at `clock` may read now; if not, what it
+  // waits for.
+  virtual bool PullReady(const PolicyState& state, uint32_t worker,
+                         uint64_t clock) const = 0;
   virtual std::string WaitingFor(const PolicyState& state,
                                  uint64_t clock) const = 0;
   // The clock a (re)joining worker starts at.
