@@ -16,6 +16,8 @@ void BindTableConfig(pybind11::module_& m);
 void BindResults(pybind11::module_& m);
 // Codecs, CompressionConfig and TransferCounters (compression_bindings.cc).
 void BindCompression(pybind11::module_& m);
+// ClientOptions, how a client connects (client_options_bindings.cc).
+void BindClientOptions(pybind11::module_& m);
 // ClientCore, the connection to a cluster (client_bindings.cc).
 void BindClient(pybind11::module_& m);
 // CtrData, ps_worker's synthetic click logs (ctr_data_bindings.cc).

@@ -5,7 +5,6 @@
 // part, so other Python threads run meanwhile and several threads may use
 // one client at once (taups::Client is thread-safe). Arrays are checked and
 // viewed as spans before the GIL is released and are never copied.
-#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,7 +14,6 @@
 
 #include <pybind11/stl.h>
 
-#include "absl/time/time.h"
 #include "taups/client.h"
 #include "worker/python/src/array_args.h"
 #include "worker/python/src/bindings.h"
@@ -25,14 +23,6 @@ namespace py = pybind11;
 
 namespace taups::python {
 namespace {
-
-absl::Duration Seconds(double s, const char* what) {
-  if (!std::isfinite(s) || s < 0) {
-    throw py::value_error(
-        std::string(what) + " must be a finite number of seconds >= 0");
-  }
-  return absl::Seconds(s);
-}
 
 // Owns the connection. close() drops this handle's reference; a call still
 // running in another thread keeps its own, so the client is destroyed when
@@ -58,19 +48,8 @@ class ClientCore {
   std::shared_ptr<Client> client_;
 };
 
-ClientCore Connect(std::vector<std::string> servers, uint32_t worker_id,
-                   double call_timeout_s, double connect_timeout_s,
-                   bool register_worker, double lease_s, int max_attempts,
-                   uint64_t worker_incarnation) {
-  ClientOptions options;
-  options.servers = std::move(servers);
-  options.worker_id = worker_id;
-  options.worker_incarnation = worker_incarnation;
-  options.call_timeout = Seconds(call_timeout_s, "call_timeout_s");
-  options.connect_timeout = Seconds(connect_timeout_s, "connect_timeout_s");
-  options.register_worker = register_worker;
-  options.lease = Seconds(lease_s, "lease_s");
-  options.max_attempts = max_attempts;
+// Connects with `options` (a taups.ClientOptions; Connect validates it).
+ClientCore Connect(const ClientOptions& options) {
   absl::StatusOr<std::unique_ptr<Client>> client;
   {
     py::gil_scoped_release release;
@@ -141,11 +120,7 @@ void BindClient(py::module_& m) {
   py::class_<ClientCore>(
       m, "ClientCore",
       "Connection to a tauPS cluster (numpy arrays only); use taups.Client.")
-      .def(py::init(&Connect), py::arg("servers"), py::kw_only(),
-           py::arg("worker_id") = 0, py::arg("call_timeout_s") = 30.0,
-           py::arg("connect_timeout_s") = 30.0,
-           py::arg("register_worker") = true, py::arg("lease_s") = 0.0,
-           py::arg("max_attempts") = 8, py::arg("worker_incarnation") = 0)
+      .def(py::init(&Connect), py::arg("options"))
       .def_property_readonly("num_shards",
                              [](const ClientCore& c) {
                                return c.get()->num_shards();

@@ -12,6 +12,7 @@ PYBIND11_MODULE(_taups, m) {
   taups::python::BindTableConfig(m);
   taups::python::BindResults(m);
   taups::python::BindCompression(m);
+  taups::python::BindClientOptions(m);
   taups::python::BindClient(m);
   taups::python::BindCtrData(m);
 }

@@ -20,6 +20,8 @@ struct ErrorClasses {
   py::handle already_exists;
   py::handle deadline_exceeded;
   py::handle unavailable;
+  py::handle unauthenticated;
+  py::handle permission_denied;
 };
 ErrorClasses classes;
 
@@ -53,6 +55,10 @@ py::handle ClassFor(absl::StatusCode code) {
       return classes.deadline_exceeded;
     case absl::StatusCode::kUnavailable:
       return classes.unavailable;
+    case absl::StatusCode::kUnauthenticated:
+      return classes.unauthenticated;
+    case absl::StatusCode::kPermissionDenied:
+      return classes.permission_denied;
     default:
       return classes.status;
   }
@@ -63,8 +69,15 @@ void Raise(const absl::Status& status) {
   py::handle cls = ClassFor(status.code());
   const std::string code_name = absl::StatusCodeToString(status.code());
   const std::string message(status.message());
+  // What to check, for the errors a misconfigured credential causes.
+  const char* hint =
+      status.code() == absl::StatusCode::kUnauthenticated
+          ? " (the shard knows no principal for this client's credential: "
+            "check auth_token / auth_token_file, or the client certificate, "
+            "against the shard's --auth_file)"
+          : "";
   py::object error = py::reinterpret_borrow<py::object>(cls)(
-      absl::StrCat(code_name, ": ", message));
+      absl::StrCat(code_name, ": ", message, hint));
   error.attr("code") = static_cast<int>(status.code());
   error.attr("code_name") = code_name;
   error.attr("message") = message;
@@ -93,6 +106,14 @@ void BindStatusErrors(py::module_& m) {
   classes.unavailable = MakeClass(
       m, "UnavailableError", AlsoA(PyExc_ConnectionError),
       "UNAVAILABLE: a shard could not be reached.");
+  classes.unauthenticated = MakeClass(
+      m, "UnauthenticatedError", AlsoA(PyExc_PermissionError),
+      "UNAUTHENTICATED: the shard knows no principal for this client's "
+      "credential (a missing or unknown bearer token or certificate).");
+  classes.permission_denied = MakeClass(
+      m, "PermissionDeniedError", AlsoA(PyExc_PermissionError),
+      "PERMISSION_DENIED: the principal's role may not make this call, or "
+      "the request names a worker id the principal does not own.");
 
   py::register_exception_translator([](std::exception_ptr pending) {
     try {

@@ -10,6 +10,8 @@
 //   ALREADY_EXISTS                 -> AlreadyExistsError
 //   DEADLINE_EXCEEDED              -> DeadlineExceededError (TimeoutError)
 //   UNAVAILABLE                    -> UnavailableError (ConnectionError)
+//   UNAUTHENTICATED                -> UnauthenticatedError (PermissionError)
+//   PERMISSION_DENIED              -> PermissionDeniedError (PermissionError)
 //
 // C++ code throws StatusException (via ThrowIfError / ValueOrThrow) with the
 // GIL held; the translator registered by BindStatusErrors turns it into the

@@ -17,11 +17,16 @@ C-contiguous float32 (keys: uint64 or int64). Failed calls raise
 taups.StatusError or one of its subclasses (NotFoundError, ...), carrying
 `code`, `code_name` and `message`. `taups.__version__` is the tauPS version
 the extension was built from.
+
+TLS and bearer tokens are keyword arguments of Client (tls_ca_file,
+tls_cert_file, tls_key_file, auth_token or auth_token_file), the fields of
+taups.ClientOptions; see docs/SECURITY.md.
 """
 
 from taups._taups import (
     __version__,
     AlreadyExistsError,
+    ClientOptions,
     Codec,
     CodecOptions,
     CompressionConfig,
@@ -37,6 +42,7 @@ from taups._taups import (
     NotFoundError,
     Optimizer,
     OptimizerConfig,
+    PermissionDeniedError,
     PullInfo,
     PushResult,
     Rounding,
@@ -48,10 +54,11 @@ from taups._taups import (
     TableKind,
     TableShardStats,
     TransferCounters,
+    UnauthenticatedError,
     UnavailableError,
     WorkerShardStats,
 )
-from taups.client import Client
+from taups.client import Client, client_options
 from taups.compression import compression
 from taups import metrics
 from taups.tables import consistency, dense_table, sparse_table

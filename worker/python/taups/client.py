@@ -1,20 +1,75 @@
 """taups.Client: the connection to a tauPS cluster."""
 
+import os
+
 from taups import _taups
 from taups.arrays import as_numpy
+from taups.credentials import read_token_file
+
+
+_SETTINGS = ("worker_id", "worker_incarnation", "call_timeout_s",
+             "connect_timeout_s", "retry_budget_s", "register_worker",
+             "lease_s", "max_attempts", "slice_bytes", "channels_per_shard",
+             "tls_ca_file", "tls_cert_file", "tls_key_file",
+             "tls_server_name", "auth_token")
+
+
+def client_options(servers=None, *, options=None, auth_token_file=None,
+                   **settings):
+    """A taups.ClientOptions: a copy of `options` (or the defaults) with
+    `servers` ("host:port,..." or a list) and every keyword setting applied;
+    auth_token_file names a file holding the bearer token (chmod 600; see
+    taups.credentials). TypeError for an unknown setting, ValueError for a
+    bad value."""
+    result = _taups.ClientOptions(options) if options is not None \
+        else _taups.ClientOptions()
+    if isinstance(servers, str):
+        servers = [s for s in servers.split(",") if s]
+    if servers is not None:
+        result.servers = list(servers)
+    unknown = sorted(set(settings) - set(_SETTINGS))
+    if unknown:
+        raise TypeError(f"unknown client settings {unknown}; the settings "
+                        f"are {list(_SETTINGS)}")
+    if auth_token_file is not None:
+        if settings.get("auth_token"):
+            raise ValueError("give auth_token or auth_token_file, not both")
+        settings["auth_token"] = read_token_file(auth_token_file)
+    for name, value in settings.items():
+        if value is None:
+            continue
+        if name.startswith("tls_"):
+            value = os.fspath(value)
+        setattr(result, name, value)
+    return result
 
 
 class Client:
     """A worker's connection to every shard of a tauPS cluster.
 
-    Client(servers, worker_id=0, call_timeout_s=30, connect_timeout_s=30,
-           register_worker=True, lease_s=0, max_attempts=8)
+    Client(servers, *, worker_id=0, call_timeout_s=30, connect_timeout_s=30,
+           register_worker=True, lease_s=0, max_attempts=8,
+           tls_ca_file=None, tls_cert_file=None, tls_key_file=None,
+           tls_server_name=None, auth_token=None, auth_token_file=None,
+           options=None, ...)
 
-    servers: one "host:port" per shard, in shard order. Connecting waits up
-    to connect_timeout_s for every shard (UnavailableError otherwise).
-    register_worker: hold a lease renewed by heartbeat, which sync,
-    semi_sync and ssp tables need. Each call has a deadline of
-    call_timeout_s and is retried while a shard is unavailable.
+    servers: one "host:port" per shard, in shard order (a list, or one
+    comma-separated string). Connecting waits up to connect_timeout_s for
+    every shard (UnavailableError otherwise). register_worker: hold a
+    lease renewed by heartbeat, which sync, semi_sync and ssp tables need.
+    Each call has a deadline of call_timeout_s and is retried while a shard
+    is unavailable. Every keyword is a field of taups.ClientOptions (pass a
+    whole one as `options`; keywords override its fields).
+
+    Transport security (docs/SECURITY.md): tls_ca_file (PEM CA bundle of
+    the shards' certificates) turns TLS on; tls_cert_file + tls_key_file
+    add a client certificate (mutual TLS); tls_server_name is the name the
+    certificates carry when it is not the host dialled. auth_token (or
+    auth_token_file, a chmod-600 file holding it) is the bearer token of
+    this client's principal; without TLS it is sent to loopback shards
+    only. A token the shards do not know raises UnauthenticatedError, a
+    call the principal's role may not make PermissionDeniedError; neither
+    message contains the token.
 
     Arrays: numpy arrays or CPU torch tensors, C-contiguous, float32 values
     and uint64 (or int64) keys; they are read and written in place, never
@@ -25,17 +80,11 @@ class Client:
     several threads at once. Use it as a context manager, or call close().
     """
 
-    def __init__(self, servers, *, worker_id=0, call_timeout_s=30.0,
-                 connect_timeout_s=30.0, register_worker=True, lease_s=0.0,
-                 max_attempts=8):
-        if isinstance(servers, str):
-            servers = [s for s in servers.split(",") if s]
-        self._core = _taups.ClientCore(
-            list(servers), worker_id=worker_id,
-            call_timeout_s=call_timeout_s,
-            connect_timeout_s=connect_timeout_s,
-            register_worker=register_worker, lease_s=lease_s,
-            max_attempts=max_attempts)
+    def __init__(self, servers=None, *, options=None, auth_token_file=None,
+                 **settings):
+        self._core = _taups.ClientCore(client_options(
+            servers, options=options, auth_token_file=auth_token_file,
+            **settings))
 
     # --- connection ---
     @property

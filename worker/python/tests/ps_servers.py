@@ -5,8 +5,11 @@ their rows start equal: initial values depend on the table name).
     with ps_servers(1) as servers:      # ["127.0.0.1:<port>"]
         ...
 
+    with ps_servers(1, args=["--tls_cert=...", ...]) as servers:  # flags
+
 The binary is $TAUPS_PS_SERVER (CTest sets it). Servers listen on free
-loopback ports and are stopped (SIGTERM, then SIGKILL) on exit.
+loopback ports and are stopped (SIGTERM, then SIGKILL) on exit; `args` are
+passed to every server after the default flags.
 """
 
 import contextlib
@@ -17,7 +20,7 @@ import time
 
 
 @contextlib.contextmanager
-def ps_servers(count, binary=None):
+def ps_servers(count, binary=None, args=()):
     binary = binary or os.environ.get("TAUPS_PS_SERVER")
     if not binary:
         raise RuntimeError("$TAUPS_PS_SERVER names no ps_server binary")
@@ -29,7 +32,8 @@ def ps_servers(count, binary=None):
                 log = open(os.path.join(scratch, f"server{i}.log"), "w")
                 procs.append(subprocess.Popen(
                     [binary, "--host=127.0.0.1", "--port=0",
-                     f"--port_file={port_file}", "--stats_interval_s=0"],
+                     f"--port_file={port_file}", "--stats_interval_s=0",
+                     *args],
                     stdout=log, stderr=subprocess.STDOUT))
                 log.close()
                 deadline = time.monotonic() + 20

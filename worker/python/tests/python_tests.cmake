@@ -23,6 +23,11 @@ endfunction()
 
 taups_add_python_test(python_binding_test
   ${taups_python_dir}/tests/test_binding.py)
+# Mutual TLS and bearer tokens from Python: the test starts its own
+# ps_server with certificates it makes (skipped without the openssl CLI).
+taups_add_python_test(python_tls_tokens_test
+  ${taups_python_dir}/tests/test_tls_tokens.py)
+set_tests_properties(python_tls_tokens_test PROPERTIES SKIP_RETURN_CODE 77)
 # The torch tests go through run_if_torch.py: without torch in the
 # interpreter they exit 77 and CTest reports them skipped.
 taups_add_python_test(python_torch_test
