@@ -156,6 +156,12 @@ void BindClient(py::module_& m) {
            },
            py::arg("table"), py::arg("consistency"),
            py::arg("staleness") = StalenessConfig())
+      .def("drop_table",
+           [](const ClientCore& core, const std::string& name) {
+             return WithoutGil(core,
+                               [&](Client& c) { return c.DropTable(name); });
+           },
+           py::arg("name"))
       .def("stats",
            [](const ClientCore& core, const std::string& table) {
              return WithoutGil(core, [&](Client& c) { return c.Stats(table); });

@@ -137,6 +137,15 @@ class Client:
             staleness = _taups.StalenessConfig()
         self._core.set_consistency(table, consistency, staleness)
 
+    def drop_table(self, name):
+        """Admin: drops table `name` on every shard, giving its memory back
+        to each shard's budget; returns the bytes given back, summed over
+        the shards. NotFoundError if a shard has no such table (the others
+        still drop theirs); PermissionDeniedError for a principal that is
+        not an admin. Pulls and pushes of the table fail from then on; the
+        name may be created again, with any configuration."""
+        return self._core.drop_table(name)
+
     def stats(self, table):
         """What every shard measured for `table`: list of TableShardStats."""
         return self._core.stats(table)

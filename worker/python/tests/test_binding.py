@@ -197,6 +197,33 @@ class BindingTest(unittest.TestCase):
         with self.assertRaises(taups.NotFoundError):
             self.client.stats("no_such_table")
 
+    def test_drop_table_gives_the_memory_and_the_name_back(self):
+        c = self.client
+        n = 1000
+        freed = {}
+        for optimizer in ("sgd", "adam"):
+            name = f"drop_{optimizer}"
+            c.create_table(taups.dense_table(name, n, optimizer=optimizer))
+            c.push_dense(name, np.ones(n, np.float32))
+            freed[optimizer] = c.drop_table(name)
+            with self.assertRaises(taups.NotFoundError):
+                c.open_table(name)
+            with self.assertRaises(taups.NotFoundError):
+                c.pull_dense(name, np.zeros(n, np.float32))
+            with self.assertRaises(taups.NotFoundError) as caught:
+                c.drop_table(name)
+            self.assertIn(name, caught.exception.message)
+        # n float32 values; Adam adds two moments of n floats each.
+        self.assertGreaterEqual(freed["sgd"], 4 * n)
+        self.assertGreaterEqual(freed["adam"] - freed["sgd"], 8 * n)
+        # The name is free for another configuration (it was not before).
+        c.create_table(taups.dense_table("drop_sgd", 3))
+        w = np.full(3, 9.0, np.float32)
+        c.pull_dense("drop_sgd", w)
+        np.testing.assert_array_equal(w, np.zeros(3, np.float32))
+        with self.assertRaises(taups.AlreadyExistsError):
+            c.create_table(taups.dense_table("drop_sgd", 4))
+
     def test_tables_and_configs(self):
         c = self.client
         config = taups.sparse_table("sparse_cfg", 8, optimizer="adagrad",

@@ -110,6 +110,14 @@ class TlsTokensTest(unittest.TestCase):
                 worker.clock()
                 expected = expected - np.float32(0.5) * grad
             worker.pull_dense("tls_w", w)
+            # Only an admin drops tables.
+            with self.assertRaises(taups.PermissionDeniedError):
+                worker.drop_table("tls_w")
+            with self.connect(auth_token=ADMIN_TOKEN,
+                              register_worker=False) as admin:
+                self.assertGreaterEqual(admin.drop_table("tls_w"), 6 * 4)
+            with self.assertRaises(taups.NotFoundError):
+                worker.pull_dense("tls_w", w)
         np.testing.assert_array_equal(w, expected)
         self.assertFalse(np.array_equal(w, np.zeros(6, np.float32)))
 
