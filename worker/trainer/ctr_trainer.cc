@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 #include "worker/trainer/binary_metrics.h"
+#include "worker/trainer/ctr_batch_feed.h"
 #include "worker/trainer/ctr_evaluation.h"
 #include "worker/trainer/deterministic_rng.h"
 #include "worker/trainer/head_tail_row_tau.h"
@@ -151,13 +152,10 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
   CtrModel model(shape, &backend);
   std::vector<float> dense(shape.num_dense_params());
   std::vector<float> dense_grad(dense.size());
-  std::vector<float> rows(static_cast<size_t>(batch) * shape.embedding_width());
-  std::vector<float> row_grad(rows.size());
+  std::vector<float> row_grad(static_cast<size_t>(batch) *
+                              shape.embedding_width());
   std::vector<float> probs(batch);
-  std::vector<uint64_t> keys;
-  std::vector<int> indices;
   std::vector<float> window_scores, window_labels;
-  CtrExamples examples;
   const absl::Time progress_start = absl::Now();
   TrainingProgress progress("ctr", options.worker_id, options.steps,
                             options.log_every, progress_start);
@@ -188,31 +186,39 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
     return absl::OkStatus();
   };
 
+  CtrBatchFeed::Config feed_config;
+  feed_config.table = sparse_config.name;
+  feed_config.pull_options = sparse_pull_options;
+  feed_config.batch = batch;
+  feed_config.embedding_dim = shape.embedding_dim;
+  feed_config.steps = options.steps;
+  feed_config.start = PrefetchStartFor(options.prefetch, options.consistency.kind);
+  CtrBatchFeed feed(client, sampler, generator, feed_config);
+  spdlog::info("ctr worker {}: embedding prefetch {}", options.worker_id,
+               PrefetchStartName(feed_config.start));
+
   for (int64_t step = 0; step < options.steps; ++step) {
-    sampler.NextBatch(batch, indices);
-    examples.Clear();
-    generator.AppendIndices(CtrSplit::kTrain, indices, examples);
-    CtrEmbeddingKeys(examples, 0, batch, keys);
     const std::string where = absl::StrCat("step ", step);
-    // Both pulls in flight at once; the spans outlive the futures.
+    // The dense pull and the batch's rows (pulled now, or prefetched) in
+    // flight at once; the span outlives the future.
     std::future<absl::StatusOr<PullInfo>> dense_future =
         client.PullDenseAsync(dense_config.name, absl::MakeSpan(dense));
-    absl::StatusOr<PullInfo> sparse_pull =
-        client.PullSparse(sparse_config.name, keys, absl::MakeSpan(rows),
-                          sparse_pull_options);
+    absl::StatusOr<const CtrBatch*> next = feed.Next();
     absl::StatusOr<PullInfo> dense_pull = dense_future.get();
-    if (!sparse_pull.ok()) {
-      return WithContext(sparse_pull.status(), where + ": PullSparse");
-    }
+    if (!next.ok()) return WithContext(next.status(), where + ": PullSparse");
     if (!dense_pull.ok()) {
       return WithContext(dense_pull.status(), where + ": PullDense");
     }
+    const CtrBatch& current = **next;
+    const CtrExamples& examples = current.examples;
+    const std::vector<uint64_t>& keys = current.keys;
     progress.RecordPull(*dense_pull);
     const absl::Time compute_start = absl::Now();
     ASSIGN_OR_RETURN(
         double loss,
-        model.LossAndGradient(dense, examples.dense, rows, examples.labels,
-                              absl::MakeSpan(probs), absl::MakeSpan(dense_grad),
+        model.LossAndGradient(dense, examples.dense, current.rows,
+                              examples.labels, absl::MakeSpan(probs),
+                              absl::MakeSpan(dense_grad),
                               absl::MakeSpan(row_grad)));
     if (!std::isfinite(loss)) {
       return absl::InternalError(absl::StrCat(
@@ -222,7 +228,7 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
     std::future<absl::StatusOr<PushResult>> dense_push =
         client.PushDenseAsync(dense_config.name, dense_grad, &*dense_pull);
     absl::StatusOr<PushResult> sparse_push = client.PushSparse(
-        sparse_config.name, keys, row_grad, &*sparse_pull);
+        sparse_config.name, keys, row_grad, &current.pull);
     absl::StatusOr<PushResult> dense_pushed = dense_push.get();
     if (!sparse_push.ok()) {
       return WithContext(sparse_push.status(), where + ": PushSparse");
@@ -236,6 +242,7 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
       client.Clock();
       progress.RecordPush(*dense_pushed);
     }
+    feed.StepDone();
     progress.RecordPush(*sparse_push);
     if (row_tau.has_value()) row_tau->Add(keys, *sparse_push);
     progress.RecordStep(batch, loss);

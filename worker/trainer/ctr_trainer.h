@@ -25,10 +25,12 @@
 // workers over 1M examples: 0.486, 0.484, 0.494 at the ends of epochs 1-3,
 // 0.541 70 steps into epoch 4).
 //
-// Each step: generate the batch, pull its embedding rows and the dense table
-// (concurrently), compute the mean log-loss gradient, push the dense gradient
-// with PushDense and the per-lookup embedding gradients with PushSparse (the
-// client sums duplicate keys), then Clock(). The model is evaluated on the
+// Each step: pull the dense table while the batch's embedding rows arrive
+// (drawn and pulled by a CtrBatchFeed: at the step's start, or with
+// options.prefetch ahead of it, as early as the policy allows; see
+// ctr_batch_feed.h), compute the mean log-loss gradient, push the dense
+// gradient with PushDense and the per-lookup embedding gradients with
+// PushSparse (the client sums duplicate keys), then Clock(). The model is evaluated on the
 // eval set every eval_every steps, whenever this worker finishes an epoch
 // and after the last step; each evaluation logs a line with log-loss, excess
 // log-loss over the planted model and AUC, and goes into the summary.

@@ -120,6 +120,10 @@ struct TrainerOptions {
   // row_tau_head_min_probability; see head_tail_row_tau.h).
   bool row_tau = false;
   double row_tau_head_min_probability = kDefaultRowTauHeadMinProbability;
+  // ctr only. Pull the next batch's embedding rows while the current batch
+  // computes, as early as the tables' consistency policy allows
+  // (ctr_batch_feed.h); off: at the start of each step.
+  bool prefetch = true;
   // ctr only (INVALID_ARGUMENT for mlp when set). The shards check the
   // values when the table is created.
   EmbeddingMemoryOptions embedding_memory;

@@ -107,6 +107,11 @@ ABSL_FLAG(bool, row_tau, false,
           "ctr: pull embedding rows with their row versions and report the "
           "per-row staleness of the embedding pushes for head ids and tail "
           "ids separately (progress lines and the JSON's \"row_tau\")");
+ABSL_FLAG(bool, prefetch, true,
+          "ctr: pull the next batch's embedding rows while the current batch "
+          "computes: at once under async, once the step is pushed under "
+          "ssp, sync and semi_sync (so a pull never reads past the policy's "
+          "bound); false: at the start of each step");
 ABSL_FLAG(double, row_tau_head_min_prob,
           taups::trainer::kDefaultRowTauHeadMinProbability,
           "ctr with --row_tau: an id is a head id when at least this fraction "
@@ -219,6 +224,7 @@ absl::StatusOr<TrainerOptions> OptionsFromFlags() {
                    ParseWidths("--ctr_top_mlp", absl::GetFlag(FLAGS_ctr_top_mlp)));
   options.eval_every = absl::GetFlag(FLAGS_eval_every);
   options.row_tau = absl::GetFlag(FLAGS_row_tau);
+  options.prefetch = absl::GetFlag(FLAGS_prefetch);
   options.row_tau_head_min_probability =
       absl::GetFlag(FLAGS_row_tau_head_min_prob);
   EmbeddingMemoryOptions& memory = options.embedding_memory;
