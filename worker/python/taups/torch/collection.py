@@ -3,6 +3,7 @@ tables, per-batch plans, pulls (direct or prefetched), pushes, the step."""
 
 import collections
 import concurrent.futures
+import functools
 import time
 
 import torch
@@ -10,6 +11,7 @@ import torch
 import taups
 from taups.torch.jagged import as_features
 from taups.torch.rows import PushOnBackward, TablePlan, pull_rows, RowPusher
+from taups.torch.ssp_gate import DEFERRED, SspGate, deferred
 from taups.torch.staging import staging_for
 from taups.torch.stats import StatsBook
 
@@ -49,6 +51,10 @@ class SparseCollection(torch.nn.Module):
             max_workers=max_threads, thread_name_prefix="taups-rows")
         self._pushes = []
         self._pending = collections.deque()
+        self._gates = {t.name: SspGate(client, t.name,
+                                       t.config.consistency.staleness_bound)
+                       for t in self.tables
+                       if t.consistency_kind == taups.Consistency.SSP}
         for table in self.tables:
             if create_tables:
                 client.create_table(table.config)
@@ -65,26 +71,46 @@ class SparseCollection(torch.nn.Module):
             plans[table.name] = TablePlan(ids, range(len(ids)), self._staging)
         return plans
 
+    def _pull(self, table, plan):
+        """Pulls the plan's rows (on an executor thread); notes the worker
+        clock when they arrived, so the forward can tell whether the pull
+        overlapped the previous step."""
+        rows, info = pull_rows(self.client, table.name, plan, table.dim,
+                               self._staging, table.row_versions, self._book)
+        plan.arrived_at_clock = self.client.worker_clock
+        return rows, info
+
     def _start(self, table, plan):
         if plan.future is None:
-            plan.future = self._executor.submit(
-                pull_rows, self.client, table.name, plan, table.dim,
-                self._staging, table.row_versions, self._book)
+            plan.future = self._executor.submit(self._pull, table, plan)
 
-    def _early(self, table):
-        """Whether a prefetch may pull before this worker's step is done:
-        only async tables; every other policy waits for the step."""
-        return table.consistency_kind == taups.Consistency.ASYNC
+    def _start_early(self, table, plan, step):
+        """Starts a prefetch pull of rows for `step` before this worker's
+        current step is clocked, where the policy allows it: async tables
+        always (their pulls never wait); ssp(s) tables when every live
+        worker's clock already allows step `step` (SspGate; the pull is
+        deferred to the clock otherwise); sync and semi_sync never (the
+        rows of the next step must hold this step's update)."""
+        kind = table.consistency_kind
+        if kind == taups.Consistency.ASYNC:
+            self._start(table, plan)
+        elif kind == taups.Consistency.SSP and plan.future is None:
+            plan.future = self._executor.submit(
+                self._gates[table.name].pull_if_allowed, step,
+                self.client.worker_clock,
+                functools.partial(self._pull, table, plan))
 
     def prefetch(self, features):
-        """Asks for the rows of a coming batch: async tables pull at once,
-        on a background thread; the others when this step is clocked (a
-        pull for the next step under sync waits for this step anyway).
-        Batches are consumed in the order they were prefetched."""
+        """Asks for the rows of a coming batch (the batches are consumed,
+        one forward per step, in the order they were prefetched): async
+        tables pull at once, on a background thread; ssp tables too when
+        the bound already allows the batch's step (see _start_early); the
+        others when this step is clocked (a pull for the next step under
+        sync waits for this step anyway)."""
         plans = self._plans(features)
+        step = self.client.worker_clock + len(self._pending)
         for table in self.tables:
-            if self._early(table):
-                self._start(table, plans[table.name])
+            self._start_early(table, plans[table.name], step)
         self._pending.append(_Prefetched(features, plans))
 
     def _take_prefetched(self, features):
@@ -109,6 +135,15 @@ class SparseCollection(torch.nn.Module):
                 if plan.future is not None:
                     plan.future.result()
 
+    def _rows_of(self, table, plan):
+        """(rows, info) of the plan's pull, made now if it was deferred."""
+        result = plan.future.result()
+        if result is DEFERRED:
+            plan.future = None
+            self._start(table, plan)
+            result = plan.future.result()
+        return result
+
     # ---------------------------------------------------------- forward ---
     def _table_rows(self, features):
         """table name -> (plan, device rows, differentiable when training)."""
@@ -120,8 +155,11 @@ class SparseCollection(torch.nn.Module):
         for table in self.tables:
             plan = plans[table.name]
             waited = time.monotonic()
-            rows, info = plan.future.result()
+            rows, info = self._rows_of(table, plan)
             self._book.add_wait(table.name, time.monotonic() - waited)
+            if plan.arrived_at_clock is not None and \
+                    plan.arrived_at_clock < self.client.worker_clock:
+                self._book.add_overlapped(table.name)
             rows = self._staging.rows_to_device(rows)
             if learn:
                 anchor = torch.empty(0, requires_grad=True)
@@ -146,7 +184,10 @@ class SparseCollection(torch.nn.Module):
     def _after_clock(self):
         for pending in self._pending:
             for table in self.tables:
-                self._start(table, pending.plans[table.name])
+                plan = pending.plans[table.name]
+                if deferred(plan.future):
+                    plan.future = None
+                self._start(table, plan)
 
     def _take_stats(self):
         return self._book.take()

@@ -7,12 +7,17 @@ their way.
 
 Before yielding batch t it draws batch t+1 from the loader and asks `module`
 to prefetch its rows: an async table pulls them at once on a background
-thread, so they travel while batch t computes; any other policy starts the
-pull when step t is clocked (under sync the rows of t+1 must include step
-t's update). The forward pass of t+1 then only waits for what is left of
-that pull (StepStats wait_s). Under async the prefetched rows miss this
-worker's own update of step t (one more unit of staleness on rows shared by
-consecutive batches; tau reports it).
+thread, so they travel while batch t computes; an ssp(s) table does the
+same when the bound already allows step t+1 (every live worker's clock on
+the shards is at least t+1-s: taups.torch.ssp_gate, one Stats call when
+the last clocks seen do not tell), else when step t is clocked; sync and
+semi_sync tables start the pull when step t is clocked (the rows of t+1
+must include step t's update). The forward pass of t+1 then only waits for
+what is left of that pull (StepStats wait_s; overlapped_pulls counts the
+pulls that arrived during step t). Rows pulled early miss this worker's
+own update of step t (one more unit of staleness on rows shared by
+consecutive batches; tau reports it); under ssp that is within the bound,
+which needs s >= 1 for any early pull.
 
 Thread-compatible: one training thread drives the generator.
 """

@@ -23,7 +23,8 @@ class TablePlan:
     """Lookups of one table in one batch. Attributes: keys (the lookups'
     keys, on the input device), unique_host (unique keys, host int64),
     inverse (per feature: row index of each lookup), offsets (per feature,
-    B + 1 bag starts), count (number of unique rows)."""
+    B + 1 bag starts), count (number of unique rows), future (of the pull,
+    once started), arrived_at_clock (worker clock when the rows came)."""
 
     def __init__(self, per_feature, slots, staging):
         values = [v for v, _ in per_feature]
@@ -39,6 +40,8 @@ class TablePlan:
         self.inverse = list(torch.split(inverse, sizes))
         self.offsets = [o for _, o in per_feature]
         self.future = None
+        # The worker clock when the pull's rows arrived (None: not yet).
+        self.arrived_at_clock = None
 
     def all_bags(self):
         """(inverse, offsets) of every feature's bags, feature after

@@ -17,16 +17,19 @@ class TableStepStats:
     row_tau_mean: per-row staleness, when the table pulls row versions;
     pull_s: time the pulls took (policy waits included); wait_s: time the
     forward pass blocked on pulls (less than pull_s when prefetched);
-    push_s: time the pushes took.
+    push_s: time the pushes took; overlapped_pulls: pulls of this step's
+    rows that had arrived before the previous step was clocked (prefetches
+    that ran during the previous step's compute).
     """
 
     __slots__ = ("table", "pulls", "pushes", "rejected", "tau_max",
                  "tau_mean", "row_tau_max", "row_tau_mean", "pull_s",
-                 "wait_s", "push_s", "_tau_sum", "_row_tau_sum", "_row_pushes")
+                 "wait_s", "push_s", "overlapped_pulls", "_tau_sum", "_row_tau_sum", "_row_pushes")
 
     def __init__(self, table):
         self.table = table
         self.pulls = self.pushes = self.rejected = 0
+        self.overlapped_pulls = 0
         self.tau_max = self.row_tau_max = 0
         self.tau_mean = self.row_tau_mean = 0.0
         self.pull_s = self.wait_s = self.push_s = 0.0
@@ -76,6 +79,10 @@ class StatsBook:
     def add_wait(self, table, seconds):
         with self._lock:
             self._current[table].wait_s += seconds
+
+    def add_overlapped(self, table):
+        with self._lock:
+            self._current[table].overlapped_pulls += 1
 
     def add_push(self, table, result, seconds):
         with self._lock:
