@@ -16,6 +16,16 @@
 // are flushed on its time. The order of 2 and 3 alternates between trials;
 // the median of each is reported, and the ratio checkpoint / POSIX write
 // throughput.
+//
+//   checkpoint_bench --sparse_rows=1048576 --dim=32 --pushes=1000 --batch=512
+//
+// With --sparse_rows, an incremental checkpoint instead: one sparse Adagrad
+// partition of that many rows (all created first) gets a full checkpoint,
+// then --pushes pushes of --batch Zipf(--zipf) keys; each trial then writes
+// the delta of the rows they changed (on the full one) and a full
+// checkpoint of the same state, and the POSIX reference of the full one's
+// bytes, and reports bytes and seconds of both (snapshot included: it is
+// the pause pushes see) and the ratio full / delta.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -37,7 +47,9 @@
 #include "common/crc32c.h"
 #include "server/checkpoint_store.h"
 #include "server/dense_table.h"
+#include "bench/key_sampler.h"
 #include "server/partition.h"
+#include "server/sparse_table.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, dir, "/var/tmp/taups-checkpoint-bench",
@@ -45,6 +57,13 @@ ABSL_FLAG(std::string, dir, "/var/tmp/taups-checkpoint-bench",
           "disk a shard would use, not on a tmpfs.");
 ABSL_FLAG(uint64_t, mb, 1024, "Checkpoint size in MiB (parameters + Adam state).");
 ABSL_FLAG(int, trials, 3, "Timed trials; medians are reported.");
+ABSL_FLAG(uint64_t, sparse_rows, 0,
+          "Rows of a sparse table for an incremental checkpoint run (0: the "
+          "dense run); a power of two spreads the Zipf ranks best.");
+ABSL_FLAG(uint32_t, dim, 32, "Sparse run: floats per row.");
+ABSL_FLAG(uint64_t, pushes, 1000, "Sparse run: pushes between the checkpoints.");
+ABSL_FLAG(uint64_t, batch, 512, "Sparse run: keys drawn per push (before dedup).");
+ABSL_FLAG(double, zipf, 1.1, "Sparse run: Zipf exponent of the key popularity.");
 
 namespace taups::bench {
 namespace {
@@ -89,6 +108,149 @@ double PosixWrite(const std::string& dir, uint64_t bytes, const std::string& pat
   return seconds;
 }
 
+// 4 MiB of bytes for the POSIX reference writes.
+std::string Pattern() {
+  std::string pattern(size_t{4} << 20, '\0');
+  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<char>(i * 131);
+  return pattern;
+}
+
+// Pushes `keys` (deduplicated) with small gradients to `partition`.
+void PushKeys(Partition& partition, std::vector<uint64_t> keys, uint32_t dim,
+              uint64_t seq) {
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::vector<float> values(keys.size() * dim);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.001f * ((i + seq) % 13) - 0.006f;
+  PushSlice slice;
+  slice.origin = PushOrigin{0, 1, seq};
+  slice.header.slices = 1;
+  slice.part.keys = keys;
+  slice.part.values = values;
+  absl::StatusOr<PushOutcome> pushed = partition.Push(slice);
+  if (!pushed.ok()) {
+    std::fprintf(stderr, "push: %s\n", pushed.status().ToString().c_str());
+    std::exit(1);
+  }
+}
+
+// Writes `checkpoint`; seconds taken (after a sync(2)), bytes through `bytes`.
+double TimedWrite(CheckpointStore& store, const ShardCheckpoint& checkpoint,
+                  CheckpointWriteInfo* info) {
+  ::sync();
+  const absl::Time start = absl::Now();
+  absl::StatusOr<CheckpointWriteInfo> written = store.Write(checkpoint);
+  if (!written.ok()) {
+    std::fprintf(stderr, "%s\n", written.status().ToString().c_str());
+    std::exit(1);
+  }
+  *info = *written;
+  return absl::ToDoubleSeconds(absl::Now() - start);
+}
+
+int RunSparse(const std::string& dir, int trials, const std::string& pattern) {
+  const uint64_t rows = absl::GetFlag(FLAGS_sparse_rows);
+  const uint32_t dim = absl::GetFlag(FLAGS_dim);
+  const uint64_t pushes = absl::GetFlag(FLAGS_pushes);
+  const uint64_t batch = absl::GetFlag(FLAGS_batch);
+  const double zipf = absl::GetFlag(FLAGS_zipf);
+  TableConfig config = TableConfig::Sparse("bench", dim);
+  config.optimizer.kind = OptimizerKind::kAdagrad;
+  auto table = std::make_unique<SparseTable>(config);
+  SparseTable* sparse = table.get();
+  Partition partition(std::move(table), RealClock::Get());
+  uint64_t seq = 1;
+  std::vector<uint64_t> keys;
+  for (uint64_t k = 0; k < rows; ++k) {
+    keys.push_back(k);
+    if (keys.size() == 65536 || k + 1 == rows) {
+      PushKeys(partition, keys, dim, seq++);
+      keys.clear();
+    }
+  }
+  for (const std::string& line : DescribeMachine()) std::printf("# %s\n", line.c_str());
+  std::printf("# incremental checkpoint of one sparse Adagrad partition: %llu rows of "
+              "dim %u; %llu pushes of %llu Zipf(%.2f) keys between checkpoints, in %s\n",
+              static_cast<unsigned long long>(rows), dim,
+              static_cast<unsigned long long>(pushes), static_cast<unsigned long long>(batch),
+              zipf, dir.c_str());
+
+  CheckpointStoreOptions options;
+  options.dir = dir + "/store";
+  options.keep = 1000;
+  absl::StatusOr<std::unique_ptr<CheckpointStore>> store =
+      CheckpointStore::Open(PosixCheckpointFs(), options);
+  if (!store.ok()) {
+    std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
+    return 1;
+  }
+  std::vector<double> delta_s, full_s, raw_s, delta_pause_s, full_pause_s;
+  uint64_t delta_bytes = 0, full_bytes = 0, changed = 0;
+  uint32_t cut = 0;
+  for (int t = 0; t < trials; ++t) {
+    // The base: a full checkpoint that starts the change tracking.
+    ShardCheckpoint base;
+    base.partitions.push_back(CheckpointOf(partition, partition.SnapshotWith([&](Table&) {
+      return sparse->ExportChanges(0, ++cut).rows;
+    })));
+    CheckpointWriteInfo base_info;
+    TimedWrite(**store, base, &base_info);
+    const uint32_t since = cut;
+    base = ShardCheckpoint();
+    for (uint64_t p = 0; p < pushes; ++p) {
+      PushKeys(partition, ZipfKeys(batch, rows, zipf, seq), dim, seq);
+      ++seq;
+    }
+    // The delta on it, then a full checkpoint of the same state.
+    absl::Time start = absl::Now();
+    SparseTable::Changes changes;
+    ShardCheckpoint delta;
+    delta.base = CheckpointBase{base_info.sequence, base_info.manifest_digest};
+    delta.partitions.push_back(CheckpointOf(partition, partition.SnapshotWith([&](Table&) {
+      changes = sparse->ExportChanges(since, ++cut);
+      return std::move(changes.rows);
+    })));
+    delta.partitions.back().delta = true;
+    delta.partitions.back().removed = std::move(changes.removed);
+    delta_pause_s.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+    changed = delta.partitions.back().snapshot.table.keys.size();
+    CheckpointWriteInfo info;
+    delta_s.push_back(delta_pause_s.back() + TimedWrite(**store, delta, &info));
+    delta_bytes = info.bytes;
+    delta = ShardCheckpoint();
+
+    start = absl::Now();
+    ShardCheckpoint full;
+    full.partitions.push_back(CapturePartition(partition));
+    full_pause_s.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+    full_s.push_back(full_pause_s.back() + TimedWrite(**store, full, &info));
+    full_bytes = info.bytes;
+    full = ShardCheckpoint();
+    raw_s.push_back(PosixWrite(dir, full_bytes, pattern));
+    std::printf("trial %d: %llu rows changed; delta %llu B in %.3f s, full %llu B in "
+                "%.3f s, POSIX write+fsync of the full bytes %.3f s\n",
+                t + 1, static_cast<unsigned long long>(changed),
+                static_cast<unsigned long long>(delta_bytes), delta_s.back(),
+                static_cast<unsigned long long>(full_bytes), full_s.back(), raw_s.back());
+  }
+  std::filesystem::remove_all(dir);
+  const double delta = Median(delta_s), full = Median(full_s), raw = Median(raw_s);
+  std::printf("\nmedians of %d trials (%llu of %llu rows changed, %.1f%%):\n", trials,
+              static_cast<unsigned long long>(changed), static_cast<unsigned long long>(rows),
+              100.0 * changed / rows);
+  std::printf("  delta  %12llu B  %8.3f s  (snapshot %.3f s)  %6.0f MiB/s\n",
+              static_cast<unsigned long long>(delta_bytes), delta, Median(delta_pause_s),
+              MiBps(delta_bytes, delta));
+  std::printf("  full   %12llu B  %8.3f s  (snapshot %.3f s)  %6.0f MiB/s\n",
+              static_cast<unsigned long long>(full_bytes), full, Median(full_pause_s),
+              MiBps(full_bytes, full));
+  std::printf("  POSIX write+fsync of the full bytes      %8.3f s  %6.0f MiB/s\n", raw,
+              MiBps(full_bytes, raw));
+  std::printf("  full / delta: bytes %.1fx, time %.1fx\n",
+              static_cast<double>(full_bytes) / delta_bytes, full / delta);
+  return 0;
+}
+
 int Run() {
   spdlog::set_level(spdlog::level::warn);
   const std::string dir = absl::GetFlag(FLAGS_dir);
@@ -96,6 +258,9 @@ int Run() {
   const int trials = std::max(1, absl::GetFlag(FLAGS_trials));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  if (absl::GetFlag(FLAGS_sparse_rows) > 0) {
+    return RunSparse(dir, trials, Pattern());
+  }
 
   // 4 floats per element (value + Adam's 3 state floats).
   const uint64_t elements = mb * 1048576 / 16;
@@ -121,8 +286,7 @@ int Run() {
     std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
     return 1;
   }
-  std::string pattern(size_t{4} << 20, '\0');
-  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<char>(i * 131);
+  const std::string pattern = Pattern();
 
   std::vector<double> capture_s, ckpt_s, raw_s, load_s;
   uint64_t bytes = 0;

@@ -351,6 +351,13 @@ void ShardCheckpointer::WriteMetrics(MetricsWriter& out) const {
             absl::ToDoubleSeconds(s.last_duration));
   out.Gauge("taups_checkpoint_bytes", "Bytes of the last checkpoint.", {},
             s.last_bytes);
+  out.Counter("taups_checkpoints_incremental_total",
+              "Checkpoints written as deltas on the one before.", {}, s.incremental);
+  out.Counter("taups_checkpoint_step_cuts_total",
+              "Checkpoints written at a sync step boundary (--checkpoint_every_steps).",
+              {}, s.step_cuts);
+  out.Gauge("taups_checkpoint_last_step_cut", "Step of the last step-cut checkpoint.",
+            {}, s.last_step_cut);
   out.Gauge("taups_checkpoint_longest_pause_seconds",
             "Longest time one table's pushes waited for a checkpoint's cut.",
             {}, absl::ToDoubleSeconds(s.longest_pause));

@@ -116,7 +116,9 @@ class ShardCheckpointer {
   // taups_checkpoints_total, taups_checkpoint_failures_total,
   // taups_checkpoint_last_success_timestamp_seconds (0: none yet),
   // taups_checkpoint_duration_seconds, taups_checkpoint_bytes (the last
-  // one), taups_checkpoint_longest_pause_seconds (longest table cut).
+  // one), taups_checkpoint_longest_pause_seconds (longest table cut),
+  // taups_checkpoints_incremental_total, taups_checkpoint_step_cuts_total,
+  // taups_checkpoint_last_step_cut.
   void WriteMetrics(MetricsWriter& out) const ABSL_LOCKS_EXCLUDED(stats_mu_);
 
  private:
