@@ -50,12 +50,17 @@ taups_add_python_test(python_torch_prefetch_test
 taups_add_python_test(python_torch_ssp_prefetch_test
   ${taups_python_dir}/tests/run_if_torch.py
   ${taups_python_dir}/tests/test_torch_ssp_prefetch.py)
+# DenseParameters(prefetch=True): same parameters under sync, overlap
+# under async.
+taups_add_python_test(python_torch_dense_prefetch_test
+  ${taups_python_dir}/tests/run_if_torch.py
+  ${taups_python_dir}/tests/test_torch_dense_prefetch.py)
 taups_add_python_test(python_torch_cuda_test
   ${taups_python_dir}/tests/run_if_torch.py
   ${taups_python_dir}/tests/test_torch_cuda.py)
 set_tests_properties(python_torch_test python_ctr_example_test
   python_torch_modules_test python_torch_prefetch_test python_torch_cuda_test
-  python_torch_ssp_prefetch_test
+  python_torch_ssp_prefetch_test python_torch_dense_prefetch_test
   PROPERTIES SKIP_RETURN_CODE 77)
 if(NOT taups_python_torch)
   message(STATUS "tauPS: python_torch_test and python_ctr_example_test will "
