@@ -12,6 +12,10 @@
 # Runs alternate BASE, HEAD, BASE, ... $TAUPS_COMPARE_ROUNDS times (default
 # 3); every run's output is kept in $TAUPS_COMPARE_DIR/results/ and printed
 # in the order it ran. HEAD defaults to the working tree's HEAD commit.
+# Besides the benchmark, $TAUPS_COMPARE_TARGETS (default: ps_server) are
+# built, for benchmarks that start servers as processes (load_generator,
+# throughput_bench --server_processes, which also needs raw_transfer_server).
+# Builds run with -j$TAUPS_COMPARE_JOBS (default 2).
 set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
@@ -30,6 +34,9 @@ bench=("$@")
 rounds="${TAUPS_COMPARE_ROUNDS:-3}"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "TAUPS_COMPARE_ROUNDS must be a positive number"
 work="${TAUPS_COMPARE_DIR:-$repo/.cache/compare}"
+targets="${TAUPS_COMPARE_TARGETS-ps_server}"
+jobs="${TAUPS_COMPARE_JOBS:-2}"
+[[ "$jobs" =~ ^[1-9][0-9]*$ ]] || die "TAUPS_COMPARE_JOBS must be a positive number"
 mkdir -p "$work/results"
 
 base_sha="$(git -C "$repo" rev-parse --verify "$base_ref^{commit}")" || die "unknown commit $base_ref"
@@ -45,7 +52,9 @@ build() {  # build <sha> -> prints the bin dir
   cmake -S "$tree" -B "$tree/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DTAUPS_BUILD_TESTS=OFF -DTAUPS_WITH_CUDA=OFF >"$work/results/configure-${sha:0:12}.log" 2>&1 ||
     die "configure of ${sha:0:12} failed: $work/results/configure-${sha:0:12}.log"
-  cmake --build "$tree/build" --target "${bench[0]}" >"$work/results/build-${sha:0:12}.log" 2>&1 ||
+  # shellcheck disable=SC2086  # the targets are a space-separated list
+  cmake --build "$tree/build" -j "$jobs" --target "${bench[0]}" $targets \
+    >"$work/results/build-${sha:0:12}.log" 2>&1 ||
     die "build of ${sha:0:12} failed: $work/results/build-${sha:0:12}.log"
   echo "$tree/build/bin"
 }

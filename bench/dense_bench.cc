@@ -53,7 +53,8 @@ absl::StatusOr<ReportTable> RunDenseBench(
   for (const BenchCluster* c : clusters) {
     header.push_back(absl::StrCat(c->label, " GB/s"));
     header.push_back("calls/s");
-    header.push_back("GB/cpu-s");
+    header.push_back("client cpu-s/GB");
+    header.push_back("server cpu-s/GB");
     header.push_back("÷ raw");
   }
   const std::string sliced_label =
@@ -61,7 +62,8 @@ absl::StatusOr<ReportTable> RunDenseBench(
                    config.raw_channels, "ch GB/s");
   header.push_back("raw 1 call GB/s");
   header.push_back(sliced_label);
-  header.push_back("GB/cpu-s");
+  header.push_back("raw client cpu-s/GB");
+  header.push_back("raw server cpu-s/GB");
   header.push_back("memcpy GB/s");
   ReportTable table(std::move(header), /*left_columns=*/2);
 
@@ -88,7 +90,9 @@ absl::StatusOr<ReportTable> RunDenseBench(
             return CheckAccepted(client->PushDense(name, buf.gradient));
           return client->PullDense(name, absl::MakeSpan(buf.values)).status();
         };
-        ASSIGN_OR_RETURN(Measurement m, Measure(config.measure, run));
+        ASSIGN_OR_RETURN(Measurement m,
+                         Measure(WithServerCpu(config.measure, c->ServerCpu()),
+                                 run));
         Progress(absl::StrCat(OpName(op), " ", size, " tauPS ", c->label),
                  m.GigabytesPerSecond(bytes));
         series.push_back(m);
@@ -99,16 +103,18 @@ absl::StatusOr<ReportTable> RunDenseBench(
       const absl::Span<char> down(reinterpret_cast<char*>(buf.values.data()),
                                   bytes);
       double raw_gbps[2];
-      double raw_sliced_cpu = 0;
+      Measurement raw_sliced;
       const size_t slicing[2] = {0, config.slice_bytes};
       for (int k = 0; k < 2; ++k) {
         auto run = [&]() -> absl::Status {
           return op == Op::kPush ? raw->Upload(up, slicing[k])
                                  : raw->Download(down, slicing[k]);
         };
-        ASSIGN_OR_RETURN(Measurement m, Measure(config.measure, run));
+        ASSIGN_OR_RETURN(
+            Measurement m,
+            Measure(WithServerCpu(config.measure, config.raw_server_cpu), run));
         raw_gbps[k] = m.GigabytesPerSecond(bytes);
-        if (k == 1) raw_sliced_cpu = m.GigabytesPerCpuSecond(bytes);
+        if (k == 1) raw_sliced = m;
         Progress(absl::StrCat(OpName(op), " ", size,
                               k == 0 ? " raw 1 call" : " raw sliced"),
                  raw_gbps[k]);
@@ -125,12 +131,14 @@ absl::StatusOr<ReportTable> RunDenseBench(
         const double gbps = m.GigabytesPerSecond(bytes);
         row.push_back(FormatNumber(gbps));
         row.push_back(FormatNumber(m.IterationsPerSecond()));
-        row.push_back(FormatNumber(m.GigabytesPerCpuSecond(bytes)));
+        row.push_back(FormatCpuPerGigabyte(m, bytes, /*server=*/false));
+        row.push_back(FormatCpuPerGigabyte(m, bytes, /*server=*/true));
         row.push_back(absl::StrCat(FormatNumber(gbps / best_raw), "×"));
       }
       row.push_back(FormatNumber(raw_gbps[0]));
       row.push_back(FormatNumber(raw_gbps[1]));
-      row.push_back(FormatNumber(raw_sliced_cpu));
+      row.push_back(FormatCpuPerGigabyte(raw_sliced, bytes, /*server=*/false));
+      row.push_back(FormatCpuPerGigabyte(raw_sliced, bytes, /*server=*/true));
       row.push_back(FormatNumber(mc.GigabytesPerSecond(bytes)));
       table.AddRow(std::move(row));
     }

@@ -6,6 +6,7 @@
 #define TAUPS_BENCH_DENSE_BENCH_H_
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct DenseBenchConfig {
   // pass ClientOptions::slice_bytes and channels_per_shard here.
   size_t slice_bytes = size_t{1} << 20;
   int raw_channels = 2;
+  // The raw reference server's CPU seconds so far, when it is a process of
+  // this benchmark (null otherwise: its CPU is then in the client's).
+  std::function<double()> raw_server_cpu;
   // Table names are "<prefix>dense_<bytes>".
   std::string table_prefix = "bench_";
 };

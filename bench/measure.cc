@@ -6,6 +6,8 @@
 #include <chrono>
 #include <vector>
 
+#include "bench/report_table.h"
+
 namespace taups::bench {
 namespace {
 
@@ -25,12 +27,18 @@ double ProcessCpuSeconds() {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
+double ServerCpu(const std::function<double()>& read) {
+  return read ? read() : 0.0;
+}
+
 absl::StatusOr<Measurement> TimedLoop(const MeasureOptions& options,
                                       const std::function<absl::Status()>& op) {
   // Fast operations run in growing batches so reading the clock stays a
   // negligible part of what is timed.
   Measurement m;
   int64_t batch = 1;
+  m.has_server_cpu = static_cast<bool>(options.server_cpu_seconds);
+  const double server_start = ServerCpu(options.server_cpu_seconds);
   const double cpu_start = ProcessCpuSeconds();
   const Clock::time_point start = Clock::now();
   while (true) {
@@ -43,6 +51,7 @@ absl::StatusOr<Measurement> TimedLoop(const MeasureOptions& options,
     if (m.iterations >= options.min_iterations &&
         m.seconds >= options.min_seconds) {
       m.cpu_seconds = ProcessCpuSeconds() - cpu_start;
+      m.server_cpu_seconds = ServerCpu(options.server_cpu_seconds) - server_start;
       return m;
     }
     if (m.seconds < options.min_seconds / 20 && batch < (int64_t{1} << 20)) {
@@ -60,6 +69,30 @@ double Measurement::GigabytesPerSecond(double bytes_per_iteration) const {
 double Measurement::GigabytesPerCpuSecond(double bytes_per_iteration) const {
   return cpu_seconds > 0 ? bytes_per_iteration * iterations / cpu_seconds / 1e9
                          : 0;
+}
+
+double Measurement::CpuSecondsPerGigabyte(double bytes_per_iteration) const {
+  const double gb = bytes_per_iteration * iterations / 1e9;
+  return gb > 0 ? cpu_seconds / gb : 0;
+}
+
+double Measurement::ServerCpuSecondsPerGigabyte(
+    double bytes_per_iteration) const {
+  const double gb = bytes_per_iteration * iterations / 1e9;
+  return gb > 0 && has_server_cpu ? server_cpu_seconds / gb : 0;
+}
+
+std::string FormatCpuPerGigabyte(const Measurement& m, double bytes,
+                                 bool server) {
+  if (server && !m.has_server_cpu) return "n/a";
+  return FormatNumber(server ? m.ServerCpuSecondsPerGigabyte(bytes)
+                             : m.CpuSecondsPerGigabyte(bytes));
+}
+
+MeasureOptions WithServerCpu(MeasureOptions options,
+                             std::function<double()> server_cpu) {
+  options.server_cpu_seconds = std::move(server_cpu);
+  return options;
 }
 
 double Measurement::IterationsPerSecond() const {
@@ -90,18 +123,32 @@ absl::StatusOr<Measurement> Measure(const MeasureOptions& options,
 }
 
 absl::StatusOr<Measurement> MeasureOnce(
-    const std::function<absl::Status()>& op) {
+    const std::function<absl::Status()>& op,
+    const std::function<double()>& server_cpu_seconds) {
+  const double server_start = ServerCpu(server_cpu_seconds);
   const double cpu_start = ProcessCpuSeconds();
   const Clock::time_point start = Clock::now();
   absl::Status status = op();
   if (!status.ok()) return status;
-  const double seconds = SecondsSince(start);
-  return Measurement{1, seconds, ProcessCpuSeconds() - cpu_start};
+  Measurement m;
+  m.iterations = 1;
+  m.seconds = SecondsSince(start);
+  m.cpu_seconds = ProcessCpuSeconds() - cpu_start;
+  m.has_server_cpu = static_cast<bool>(server_cpu_seconds);
+  m.server_cpu_seconds = ServerCpu(server_cpu_seconds) - server_start;
+  return m;
 }
 
 Measurement Combine(const Measurement& a, const Measurement& b) {
-  return Measurement{a.iterations + b.iterations, a.seconds + b.seconds,
-                     a.cpu_seconds + b.cpu_seconds};
+  Measurement m;
+  m.iterations = a.iterations + b.iterations;
+  m.seconds = a.seconds + b.seconds;
+  m.cpu_seconds = a.cpu_seconds + b.cpu_seconds;
+  m.server_cpu_seconds = a.server_cpu_seconds + b.server_cpu_seconds;
+  // An empty side (the start of a sum) takes the other's kind.
+  m.has_server_cpu = (a.iterations == 0 || a.has_server_cpu) &&
+                     (b.iterations == 0 || b.has_server_cpu);
+  return m;
 }
 
 MeasureOptions MeasureOptionsFrom(double min_seconds, int64_t min_iterations,

@@ -51,15 +51,17 @@ absl::StatusOr<References> MeasureReferences(const SparseBenchConfig& config,
   std::vector<char> src(payload, 'k');
   std::vector<char> dst(payload, 0);
   References refs;
+  const MeasureOptions measure =
+      WithServerCpu(config.measure, config.raw_server_cpu);
   ASSIGN_OR_RETURN(
-      Measurement pull, Measure(config.measure, [&]() -> absl::Status {
+      Measurement pull, Measure(measure, [&]() -> absl::Status {
         RETURN_IF_ERROR(
             raw->Upload(absl::string_view(src.data(), key_bytes), 0));
         return raw->Download(absl::MakeSpan(dst.data(), value_bytes), 0);
       }));
   refs.pull_raw = pull;
   ASSIGN_OR_RETURN(
-      Measurement push, Measure(config.measure, [&]() -> absl::Status {
+      Measurement push, Measure(measure, [&]() -> absl::Status {
         return raw->Upload(absl::string_view(src.data(), payload), 0);
       }));
   refs.push_raw = push;
@@ -126,8 +128,10 @@ class SparseReport {
         refs_(refs),
         payload_(config.rows * (sizeof(uint64_t) + config.dim * sizeof(float))),
         table_({"op", "keys", "cluster", "unique keys", "ms/call", "Mrows/s",
-                "GB/s", "GB/cpu-s", "evicted/call", "map Mrows/s", "map GB/s",
-                "÷ map", "raw GB/s", "÷ raw", "memcpy GB/s"},
+                "GB/s", "client cpu-s/GB", "server cpu-s/GB", "evicted/call",
+                "map Mrows/s", "map GB/s", "÷ map", "raw GB/s",
+                "raw client cpu-s/GB", "raw server cpu-s/GB", "÷ raw",
+                "memcpy GB/s"},
                /*left_columns=*/3) {}
 
   void Add(const char* op, const char* keys, const BenchCluster& c,
@@ -151,12 +155,14 @@ class SparseReport {
         {op, keys, c.label, FormatNumber(unique),
          FormatNumber(m.MillisecondsPerIteration()),
          FormatNumber(m.IterationsPerSecond() * config_.rows / 1e6),
-         FormatNumber(gbps), FormatNumber(m.GigabytesPerCpuSecond(payload_)),
-         evicted,
+         FormatNumber(gbps), FormatCpuPerGigabyte(m, payload_, false),
+         FormatCpuPerGigabyte(m, payload_, true), evicted,
          map ? FormatNumber(map->IterationsPerSecond() * config_.rows / 1e6) : "n/a",
          map ? FormatNumber(map_gbps) : "n/a",
          map ? absl::StrCat(FormatNumber(gbps / map_gbps), "×") : "n/a",
-         FormatNumber(raw_gbps), absl::StrCat(FormatNumber(gbps / raw_gbps), "×"),
+         FormatNumber(raw_gbps), FormatCpuPerGigabyte(raw, payload_, false),
+         FormatCpuPerGigabyte(raw, payload_, true),
+         absl::StrCat(FormatNumber(gbps / raw_gbps), "×"),
          FormatNumber(refs_.memcpy_gbps)});
   }
   ReportTable Take() { return std::move(table_); }
@@ -175,6 +181,7 @@ absl::Status RunEvictionRows(const SparseBenchConfig& config,
                              double mean_unique, BenchCluster* c,
                              const References& refs, SparseReport* report) {
   Client* client = c->client.get();
+  const MeasureOptions measure = WithServerCpu(config.measure, c->ServerCpu());
   std::vector<float> rows(config.rows * config.dim, 0.0f);
   const SparseEvictionKind kinds[] = {SparseEvictionKind::kLru,
                                       SparseEvictionKind::kLfu};
@@ -199,7 +206,7 @@ absl::Status RunEvictionRows(const SparseBenchConfig& config,
     for (size_t b = 0; b < batches.size(); ++b) RETURN_IF_ERROR(pull());
     ASSIGN_OR_RETURN(const uint64_t evictions_before, EvictionsOf(client, name));
     calls = 0;
-    ASSIGN_OR_RETURN(Measurement m, Measure(config.measure, pull));
+    ASSIGN_OR_RETURN(Measurement m, Measure(measure, pull));
     ASSIGN_OR_RETURN(const uint64_t evictions_after, EvictionsOf(client, name));
     const double evicted =
         static_cast<double>(evictions_after - evictions_before) / calls;
@@ -259,6 +266,8 @@ absl::StatusOr<ReportTable> RunSparseBench(
                                 Initializer(like.initializer, like.name)));
     for (BenchCluster* c : clusters) {
       Client* client = c->client.get();
+      const MeasureOptions measure =
+          WithServerCpu(config.measure, c->ServerCpu());
       const auto pull = [&](const std::string& name) {
         return [&, name]() -> absl::Status {
           return client->PullSparse(name, set.keys, absl::MakeSpan(rows))
@@ -272,18 +281,19 @@ absl::StatusOr<ReportTable> RunSparseBench(
         name = absl::StrCat(config.table_prefix, "sparse_", set.name, "_",
                             c->num_shards, "_", r);
         RETURN_IF_ERROR(client->CreateTable(SparseConfig(name, config.dim)));
-        ASSIGN_OR_RETURN(Measurement once, MeasureOnce(pull(name)));
+        ASSIGN_OR_RETURN(Measurement once,
+                         MeasureOnce(pull(name), c->ServerCpu()));
         cold = Combine(cold, once);
       }
       report.Add("pull cold", set.name, *c, set.unique, cold, refs.pull_raw,
                  map.cold);
 
-      ASSIGN_OR_RETURN(Measurement warm, Measure(config.measure, pull(name)));
+      ASSIGN_OR_RETURN(Measurement warm, Measure(measure, pull(name)));
       report.Add("pull warm", set.name, *c, set.unique, warm, refs.pull_raw,
                  map.warm);
 
       ASSIGN_OR_RETURN(
-          Measurement push, Measure(config.measure, [&]() -> absl::Status {
+          Measurement push, Measure(measure, [&]() -> absl::Status {
             absl::StatusOr<PushResult> result =
                 client->PushSparse(name, set.keys, gradients);
             if (!result.ok()) return result.status();
@@ -303,7 +313,7 @@ absl::StatusOr<ReportTable> RunSparseBench(
       PullInfo basis;
       ASSIGN_OR_RETURN(
           Measurement versioned_pull,
-          Measure(config.measure, [&]() -> absl::Status {
+          Measure(measure, [&]() -> absl::Status {
             absl::StatusOr<PullInfo> info = client->PullSparse(
                 name, set.keys, absl::MakeSpan(rows), with_versions);
             if (!info.ok()) return info.status();
@@ -314,7 +324,7 @@ absl::StatusOr<ReportTable> RunSparseBench(
                  refs.pull_raw, map.warm);
       ASSIGN_OR_RETURN(
           Measurement versioned_push,
-          Measure(config.measure, [&]() -> absl::Status {
+          Measure(measure, [&]() -> absl::Status {
             absl::StatusOr<PushResult> result =
                 client->PushSparse(name, set.keys, gradients, &basis);
             if (!result.ok()) return result.status();

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -36,6 +37,9 @@ struct SparseBenchConfig {
   // `evict_batches` different Zipf batches in turn so the hot set drifts.
   uint64_t evict_max_rows = 4096;
   int evict_batches = 8;
+  // The raw reference server's CPU seconds so far, when it is a process of
+  // this benchmark (null otherwise).
+  std::function<double()> raw_server_cpu;
   // Table names are "<prefix>sparse_<keys>_<shards>_<repeat>".
   std::string table_prefix = "bench_";
 };

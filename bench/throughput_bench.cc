@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@
 #include "bench/machine_info.h"
 #include "bench/raw_transfer_client.h"
 #include "bench/raw_transfer_server.h"
+#include "bench/server_process.h"
 #include "bench/sparse_bench.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
@@ -59,6 +61,13 @@ ABSL_FLAG(std::vector<std::string>, shards,
 ABSL_FLAG(std::string, servers, "",
           "Comma-separated host:port of running ps_server shards, in shard "
           "order. When set, runs against them instead of in-process shards.");
+ABSL_FLAG(bool, server_processes, false,
+          "Run the shards (ps_server) and the raw reference "
+          "(raw_transfer_server), both found next to this binary, as their "
+          "own processes on 127.0.0.1, so the tables split CPU per GB into "
+          "this client's and the servers' (/proc/<pid>/stat). Default: all "
+          "in this process, where server cpu-s/GB reads n/a and client "
+          "cpu-s/GB counts both sides.");
 ABSL_FLAG(std::string, raw_server, "",
           "host:port of a running raw_transfer_server to use as the raw gRPC "
           "reference. Empty: start one in this process on 127.0.0.1.");
@@ -96,6 +105,9 @@ namespace {
 struct Setup {
   std::vector<std::unique_ptr<BenchCluster>> clusters;
   std::unique_ptr<RawTransferServer> raw_server;  // in-process reference only
+  // --server_processes: the raw reference's process (the shards' are in
+  // their clusters), declared before `raw`, so the client goes first.
+  std::vector<std::unique_ptr<ServerProcess>> raw_process;
   std::unique_ptr<RawTransferClient> raw;
   std::string description;
 };
@@ -119,7 +131,8 @@ absl::StatusOr<std::vector<size_t>> DenseSizes() {
 }
 
 absl::StatusOr<Setup> StartSetup(const ClientOptions& client_options,
-                                 size_t largest_download) {
+                                 size_t largest_download,
+                                 const std::string& scratch) {
   Setup setup;
   const std::string servers = absl::GetFlag(FLAGS_servers);
   if (!servers.empty()) {
@@ -130,19 +143,39 @@ absl::StatusOr<Setup> StartSetup(const ClientOptions& client_options,
     setup.description = absl::StrCat("external shards ", servers);
     setup.clusters.push_back(std::move(cluster));
   } else {
+    const bool processes = absl::GetFlag(FLAGS_server_processes);
     for (const std::string& text : absl::GetFlag(FLAGS_shards)) {
       int n = 0;
       if (!absl::SimpleAtoi(text, &n) || n < 1) {
         return absl::InvalidArgumentError(
             absl::StrCat("--shards: '", text, "' is not a shard count"));
       }
-      ASSIGN_OR_RETURN(auto cluster, StartLocalCluster(n, client_options));
+      ASSIGN_OR_RETURN(auto cluster,
+                       processes ? StartProcessCluster(
+                                       n, client_options,
+                                       OwnBinaryDir() + "/ps_server", scratch)
+                                 : StartLocalCluster(n, client_options));
       setup.clusters.push_back(std::move(cluster));
     }
-    setup.description = "shards in this process on 127.0.0.1 free ports";
+    setup.description =
+        processes ? "each shard a ps_server process on 127.0.0.1"
+                  : "shards in this process on 127.0.0.1 free ports";
   }
   std::string raw_address = absl::GetFlag(FLAGS_raw_server);
-  if (raw_address.empty()) {
+  if (raw_address.empty() && absl::GetFlag(FLAGS_server_processes)) {
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<ServerProcess> raw,
+        ServerProcess::Start(
+            OwnBinaryDir() + "/raw_transfer_server",
+            {"--host=127.0.0.1",
+             absl::StrCat("--max_download=",
+                          std::max<size_t>(largest_download, 1 << 20))},
+            scratch, "raw_transfer_server.log"));
+    raw_address = raw->address();
+    setup.raw_process.push_back(std::move(raw));
+    absl::StrAppend(&setup.description,
+                    "; raw reference a raw_transfer_server process");
+  } else if (raw_address.empty()) {
     RawTransferServerOptions options;
     options.max_download_bytes = std::max<size_t>(largest_download, 1 << 20);
     ASSIGN_OR_RETURN(setup.raw_server, RawTransferServer::Start(options));
@@ -153,7 +186,10 @@ absl::StatusOr<Setup> StartSetup(const ClientOptions& client_options,
     absl::StrAppend(&setup.description, "; raw reference server ", raw_address);
   }
   absl::StrAppend(&setup.description,
-                  servers.empty() && setup.raw_server != nullptr
+                  !setup.raw_process.empty()
+                      ? "; client in this process (client cpu-s/GB counts "
+                        "this process, server cpu-s/GB the server processes)"
+                  : servers.empty() && setup.raw_server != nullptr
                       ? "; client in this process too (loopback TCP; all "
                         "threads share the same CPUs)"
                       : "; client in this process (GB/cpu-s counts this "
@@ -183,6 +219,9 @@ std::string FlagLine() {
   if (!absl::GetFlag(FLAGS_raw_server).empty()) {
     parts.push_back(
         absl::StrCat("--raw_server=", absl::GetFlag(FLAGS_raw_server)));
+  }
+  if (absl::GetFlag(FLAGS_server_processes)) {
+    parts.push_back("--server_processes");
   }
   parts.push_back(
       absl::StrCat("--slice_bytes=", absl::GetFlag(FLAGS_slice_bytes)));
@@ -267,7 +306,16 @@ absl::Status Run() {
   for (size_t bytes : dense_sizes) {
     largest_download = std::max(largest_download, bytes);
   }
-  ASSIGN_OR_RETURN(Setup setup, StartSetup(client_options, largest_download));
+  char scratch[] = "/tmp/taups_bench_XXXXXX";  // server logs and port files
+  if (mkdtemp(scratch) == nullptr) {
+    return absl::InternalError("cannot make a scratch directory");
+  }
+  ASSIGN_OR_RETURN(Setup setup,
+                   StartSetup(client_options, largest_download, scratch));
+  const std::function<double()> raw_server_cpu =
+      setup.raw_process.empty()
+          ? std::function<double()>()
+          : [&setup] { return CpuSecondsOf(setup.raw_process); };
   std::vector<BenchCluster*> clusters;
   for (const auto& c : setup.clusters) clusters.push_back(c.get());
   // Unique per run, so runs against long-lived external shards never meet
@@ -283,6 +331,7 @@ absl::Status Run() {
     dense.slice_bytes = slice_bytes;
     dense.raw_channels = client_options.channels_per_shard;
     dense.table_prefix = prefix;
+    dense.raw_server_cpu = raw_server_cpu;
     std::fprintf(stderr, "dense:\n");
     ASSIGN_OR_RETURN(ReportTable table,
                      RunDenseBench(dense, clusters, setup.raw.get()));
@@ -310,6 +359,7 @@ absl::Status Run() {
   }
   if (Wants("sparse")) {
     sparse.table_prefix = prefix;
+    sparse.raw_server_cpu = raw_server_cpu;
     std::fprintf(stderr, "sparse:\n");
     ASSIGN_OR_RETURN(ReportTable table,
                      RunSparseBench(sparse, clusters, setup.raw.get()));
