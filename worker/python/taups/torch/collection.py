@@ -72,13 +72,12 @@ class SparseCollection(torch.nn.Module):
         return plans
 
     def _pull(self, table, plan):
-        """Pulls the plan's rows (on an executor thread); notes the worker
-        clock when they arrived, so the forward can tell whether the pull
-        overlapped the previous step."""
+        """Pulls the plan's rows (on an executor thread); returns (rows,
+        info, the worker clock when they arrived), so the forward can tell
+        whether the pull overlapped the previous step."""
         rows, info = pull_rows(self.client, table.name, plan, table.dim,
                                self._staging, table.row_versions, self._book)
-        plan.arrived_at_clock = self.client.worker_clock
-        return rows, info
+        return rows, info, self.client.worker_clock
 
     def _start(self, table, plan):
         if plan.future is None:
@@ -136,7 +135,8 @@ class SparseCollection(torch.nn.Module):
                     plan.future.result()
 
     def _rows_of(self, table, plan):
-        """(rows, info) of the plan's pull, made now if it was deferred."""
+        """_pull's result for the plan, the pull made now if it was
+        deferred."""
         result = plan.future.result()
         if result is DEFERRED:
             plan.future = None
@@ -155,10 +155,9 @@ class SparseCollection(torch.nn.Module):
         for table in self.tables:
             plan = plans[table.name]
             waited = time.monotonic()
-            rows, info = self._rows_of(table, plan)
+            rows, info, arrived_at_clock = self._rows_of(table, plan)
             self._book.add_wait(table.name, time.monotonic() - waited)
-            if plan.arrived_at_clock is not None and \
-                    plan.arrived_at_clock < self.client.worker_clock:
+            if arrived_at_clock < self.client.worker_clock:
                 self._book.add_overlapped(table.name)
             rows = self._staging.rows_to_device(rows)
             if learn:

@@ -24,7 +24,7 @@ class TablePlan:
     keys, on the input device), unique_host (unique keys, host int64),
     inverse (per feature: row index of each lookup), offsets (per feature,
     B + 1 bag starts), count (number of unique rows), future (of the pull,
-    once started), arrived_at_clock (worker clock when the rows came)."""
+    once started)."""
 
     def __init__(self, per_feature, slots, staging):
         values = [v for v, _ in per_feature]
@@ -40,8 +40,6 @@ class TablePlan:
         self.inverse = list(torch.split(inverse, sizes))
         self.offsets = [o for _, o in per_feature]
         self.future = None
-        # The worker clock when the pull's rows arrived (None: not yet).
-        self.arrived_at_clock = None
 
     def all_bags(self):
         """(inverse, offsets) of every feature's bags, feature after
