@@ -1,5 +1,6 @@
 #include "bench/raw_transfer_client.h"
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -55,6 +56,58 @@ class Join {
   absl::Status first_error_ ABSL_GUARDED_BY(mu_);
 };
 
+// Protobuf's wire form of field 1: its tag (wire type 0 varint or 2
+// length-delimited) and a varint, the prefix of RawSize and of RawBlob.
+std::string FieldOnePrefix(bool length_delimited, uint64_t value) {
+  std::string out(1, length_delimited ? '\x0a' : '\x08');
+  do {
+    char byte = static_cast<char>(value & 0x7f);
+    value >>= 7;
+    if (value != 0) byte |= static_cast<char>(0x80);
+    out.push_back(byte);
+  } while (value != 0);
+  return out;
+}
+
+// Reads a message made of field 1 alone from `buffer`: for a RawSize its
+// value; for a RawBlob its length, copying the payload into `payload` when
+// given (which must hold exactly that many bytes). An empty buffer is the
+// default message (0). False for anything else.
+bool ReadFieldOne(const grpc::ByteBuffer& buffer, bool length_delimited,
+                  uint64_t* value, absl::Span<char> payload = {}) {
+  std::vector<grpc::Slice> slices;
+  *value = 0;
+  if (buffer.Length() == 0) return true;
+  if (!buffer.Dump(&slices).ok()) return false;
+  size_t s = 0, i = 0;  // slice, byte within it
+  auto next = [&](uint8_t* byte) {
+    while (s < slices.size() && i >= slices[s].size()) ++s, i = 0;
+    if (s == slices.size()) return false;
+    *byte = slices[s].begin()[i++];
+    return true;
+  };
+  uint8_t byte = 0;
+  if (!next(&byte) || byte != (length_delimited ? 0x0a : 0x08)) return false;
+  for (int shift = 0;; shift += 7) {
+    if (shift > 63 || !next(&byte)) return false;
+    *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) break;
+  }
+  if (!length_delimited) return true;
+  if (*value != payload.size()) return false;
+  size_t copied = 0;
+  for (; s < slices.size(); ++s, i = 0) {
+    const size_t n = slices[s].size() - i;
+    if (copied + n > payload.size()) return false;
+    std::memcpy(payload.data() + copied, slices[s].begin() + i, n);
+    copied += n;
+  }
+  return copied == payload.size();
+}
+
+constexpr char kUploadMethod[] = "/taups.bench.RawTransfer/Upload";
+constexpr char kDownloadMethod[] = "/taups.bench.RawTransfer/Download";
+
 }  // namespace
 
 std::vector<std::pair<size_t, size_t>> PlanByteSlices(size_t size,
@@ -75,8 +128,12 @@ std::vector<std::pair<size_t, size_t>> PlanByteSlices(size_t size,
 
 struct RawTransferClient::Channels {
   std::vector<std::unique_ptr<RawTransfer::Stub>> stubs;
+  std::vector<std::unique_ptr<grpc::GenericStub>> generic;  // same channels
   size_t next = 0;
   RawTransfer::Stub* Pick() { return stubs[next++ % stubs.size()].get(); }
+  grpc::GenericStub* PickGeneric() {
+    return generic[next++ % generic.size()].get();
+  }
 };
 
 absl::StatusOr<std::unique_ptr<RawTransferClient>> RawTransferClient::Connect(
@@ -93,6 +150,7 @@ absl::StatusOr<std::unique_ptr<RawTransferClient>> RawTransferClient::Connect(
           absl::StrCat("raw transfer server at ", address, " did not answer"));
     }
     set->stubs.push_back(RawTransfer::NewStub(channel));
+    set->generic.push_back(std::make_unique<grpc::GenericStub>(channel));
   }
   return std::unique_ptr<RawTransferClient>(
       new RawTransferClient(std::move(set)));
@@ -103,78 +161,127 @@ RawTransferClient::RawTransferClient(std::unique_ptr<Channels> channels)
 
 RawTransferClient::~RawTransferClient() = default;
 
-absl::Status RawTransferClient::Upload(absl::string_view data,
-                                       size_t slice_bytes) {
-  struct Call {
-    grpc::ClientContext context;
-    RawBlob request;
-    RawSize response;
-  };
-  const auto slices = PlanByteSlices(data.size(), slice_bytes);
-  std::vector<std::unique_ptr<Call>> calls;
+namespace {
+
+// Starts one call per slice with start(begin, end, done); each call runs
+// done(status, size_matched) once. Waits for them all; the first error, or
+// INTERNAL naming `what` when a size did not match.
+using SliceDone = std::function<void(const grpc::Status&, bool)>;
+absl::Status FanOutSlices(
+    const std::vector<std::pair<size_t, size_t>>& slices, absl::string_view what,
+    const std::function<void(size_t, size_t, SliceDone)>& start) {
   Join join(static_cast<int>(slices.size()));
   std::atomic<bool> short_count{false};
   for (const auto& [begin, end] : slices) {
-    calls.push_back(std::make_unique<Call>());
-    Call* call = calls.back().get();
-    call->context.set_deadline(absl::ToChronoTime(absl::Now() + kCallTimeout));
-    // assign(), not set_data(ptr, n): in protobuf 3.21 the latter builds a
-    // temporary std::string and copies it again.
-    call->request.mutable_data()->assign(data.data() + begin, end - begin);
-    const size_t expected = end - begin;
-    channels_->Pick()->async()->Upload(
-        &call->context, &call->request, &call->response,
-        [&join, &short_count, call, expected](grpc::Status status) {
-          if (status.ok() && call->response.size() != expected) {
-            short_count = true;
-          }
-          join.Report(status);
-        });
+    start(begin, end, [&join, &short_count](const grpc::Status& status,
+                                            bool size_matched) {
+      if (status.ok() && !size_matched) short_count = true;
+      join.Report(status);
+    });
   }
   absl::Status status = join.Wait();
   if (status.ok() && short_count) {
-    return absl::InternalError("Upload: server reported a different size");
+    return absl::InternalError(
+        absl::StrCat(what, ": the server's size differs from the request's"));
   }
   return status;
 }
 
+template <typename Request, typename Response>
+struct SliceCall {
+  SliceCall() {
+    context.set_deadline(absl::ToChronoTime(absl::Now() + kCallTimeout));
+  }
+  grpc::ClientContext context;
+  Request request;
+  Response response;
+};
+
+}  // namespace
+
+absl::Status RawTransferClient::Upload(absl::string_view data,
+                                       size_t slice_bytes) {
+  using Call = SliceCall<RawBlob, RawSize>;
+  return FanOutSlices(
+      PlanByteSlices(data.size(), slice_bytes), "Upload",
+      [&](size_t begin, size_t end, SliceDone done) {
+        auto call = std::make_shared<Call>();
+        // assign(), not set_data(ptr, n): in protobuf 3.21 the latter builds
+        // a temporary std::string and copies it again.
+        call->request.mutable_data()->assign(data.data() + begin, end - begin);
+        channels_->Pick()->async()->Upload(
+            &call->context, &call->request, &call->response,
+            [call, done, expected = end - begin](grpc::Status status) {
+              done(status, call->response.size() == expected);
+            });
+      });
+}
+
 absl::Status RawTransferClient::Download(absl::Span<char> out,
                                          size_t slice_bytes) {
-  struct Call {
-    grpc::ClientContext context;
-    RawSize request;
-    RawBlob response;
-  };
-  const auto slices = PlanByteSlices(out.size(), slice_bytes);
-  std::vector<std::unique_ptr<Call>> calls;
-  Join join(static_cast<int>(slices.size()));
-  std::atomic<bool> short_count{false};
-  for (const auto& [begin, end] : slices) {
-    calls.push_back(std::make_unique<Call>());
-    Call* call = calls.back().get();
-    call->context.set_deadline(absl::ToChronoTime(absl::Now() + kCallTimeout));
-    call->request.set_size(end - begin);
-    char* dst = out.data() + begin;
-    const size_t expected = end - begin;
-    channels_->Pick()->async()->Download(
-        &call->context, &call->request, &call->response,
-        [&join, &short_count, call, dst, expected](grpc::Status status) {
-          if (status.ok()) {
-            if (call->response.data().size() != expected) {
-              short_count = true;
-            } else {
+  using Call = SliceCall<RawSize, RawBlob>;
+  return FanOutSlices(
+      PlanByteSlices(out.size(), slice_bytes), "Download",
+      [&](size_t begin, size_t end, SliceDone done) {
+        auto call = std::make_shared<Call>();
+        call->request.set_size(end - begin);
+        const absl::Span<char> dst = out.subspan(begin, end - begin);
+        channels_->Pick()->async()->Download(
+            &call->context, &call->request, &call->response,
+            [call, done, dst](grpc::Status status) {
+              const bool matched = call->response.data().size() == dst.size();
               // Into the caller's buffer, as the tauPS client does.
-              std::memcpy(dst, call->response.data().data(), expected);
-            }
-          }
-          join.Report(status);
-        });
-  }
-  absl::Status status = join.Wait();
-  if (status.ok() && short_count) {
-    return absl::InternalError("Download: server returned a different size");
-  }
-  return status;
+              if (status.ok() && matched) {
+                std::memcpy(dst.data(), call->response.data().data(), dst.size());
+              }
+              done(status, matched);
+            });
+      });
+}
+
+absl::Status RawTransferClient::UploadZeroCopy(absl::string_view data,
+                                               size_t slice_bytes) {
+  using Call = SliceCall<grpc::ByteBuffer, grpc::ByteBuffer>;
+  return FanOutSlices(
+      PlanByteSlices(data.size(), slice_bytes), "UploadZeroCopy",
+      [&](size_t begin, size_t end, SliceDone done) {
+        auto call = std::make_shared<Call>();
+        const size_t expected = end - begin;
+        const std::string prefix = FieldOnePrefix(true, expected);
+        // The payload slice borrows `data`, which outlives the call (the
+        // fan-out waits for it); the prefix slice holds its own copy.
+        grpc::Slice parts[2] = {
+            grpc::Slice(prefix.data(), prefix.size()),
+            grpc::Slice(data.data() + begin, expected, grpc::Slice::STATIC_SLICE)};
+        call->request = grpc::ByteBuffer(parts, 2);
+        channels_->PickGeneric()->UnaryCall(
+            &call->context, kUploadMethod, grpc::StubOptions(), &call->request,
+            &call->response, [call, done, expected](grpc::Status status) {
+              uint64_t size = 0;
+              done(status, ReadFieldOne(call->response, false, &size) &&
+                               size == expected);
+            });
+      });
+}
+
+absl::Status RawTransferClient::DownloadZeroCopy(absl::Span<char> out,
+                                                 size_t slice_bytes) {
+  using Call = SliceCall<grpc::ByteBuffer, grpc::ByteBuffer>;
+  return FanOutSlices(
+      PlanByteSlices(out.size(), slice_bytes), "DownloadZeroCopy",
+      [&](size_t begin, size_t end, SliceDone done) {
+        auto call = std::make_shared<Call>();
+        const std::string size = FieldOnePrefix(false, end - begin);
+        grpc::Slice part(size.data(), size.size());
+        call->request = grpc::ByteBuffer(&part, 1);
+        const absl::Span<char> dst = out.subspan(begin, end - begin);
+        channels_->PickGeneric()->UnaryCall(
+            &call->context, kDownloadMethod, grpc::StubOptions(), &call->request,
+            &call->response, [call, done, dst](grpc::Status status) {
+              uint64_t length = 0;
+              done(status, ReadFieldOne(call->response, true, &length, dst));
+            });
+      });
 }
 
 }  // namespace taups::bench

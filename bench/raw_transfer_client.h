@@ -49,6 +49,14 @@ class RawTransferClient {
   // `slice_bytes` (0: one call), all in flight at once.
   absl::Status Download(absl::Span<char> out, size_t slice_bytes);
 
+  // The same transfers through gRPC's generic API with hand-made wire bytes:
+  // an upload's payload goes out as a grpc::Slice pointing at `data` (no
+  // copy in this process; the server still parses its protobuf), and a
+  // download's bytes are copied once, from the received slices straight into
+  // `out`. The best raw gRPC does here, the reference tauPS is held to.
+  absl::Status UploadZeroCopy(absl::string_view data, size_t slice_bytes);
+  absl::Status DownloadZeroCopy(absl::Span<char> out, size_t slice_bytes);
+
  private:
   struct Channels;
   explicit RawTransferClient(std::unique_ptr<Channels> channels);

@@ -252,7 +252,7 @@ void PrintHeader(TableFormat format, const std::string& setup) {
   lines.push_back(
       "GB/s = payload bytes / wall time (1 GB = 1e9 B); calls/s = API calls "
       "completed per second; ÷ raw = tauPS GB/s over raw gRPC GB/s (dense: the "
-      "better of the two raw figures)");
+      "fastest of the three raw figures, whose CPU the raw cpu-s/GB columns give)");
   PrintReportHeader(format, "tauPS throughput benchmark", lines);
 }
 
