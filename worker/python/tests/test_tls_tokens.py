@@ -6,14 +6,16 @@ writes an auth file with a worker token (worker ids 0-1) and an admin
 token, and starts ps_server with --tls_cert/--tls_key/--tls_ca
 --tls_require_client_cert --auth_file. Then: an admin client creates a
 table, a worker client trains a few steps on it (values checked against
-SGD computed here), and wrong, missing or misused credentials are refused
-with the right exception, whose message never holds the token.
+SGD computed here; with torch, the taups.torch modules too, on tables the
+admin created), and wrong, missing or misused credentials are refused with
+the right exception, whose message never holds the token.
 
 Exits 77 (skipped) without the openssl CLI. Run by CTest
 (python_tls_tokens_test); $TAUPS_PS_SERVER names the server binary.
 """
 
 import contextlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -120,6 +122,30 @@ class TlsTokensTest(unittest.TestCase):
                 worker.pull_dense("tls_w", w)
         np.testing.assert_array_equal(w, expected)
         self.assertFalse(np.array_equal(w, np.zeros(6, np.float32)))
+
+    @unittest.skipUnless(importlib.util.find_spec("torch"), "no torch")
+    def test_torch_modules_on_tables_an_admin_created(self):
+        import torch
+        import taups.torch as tt
+        spec = tt.EmbeddingTable("tls_emb", 2, ["f"], optimizer="sgd",
+                                 learning_rate=1.0, init_scale=0.5)
+        with self.connect(auth_token=ADMIN_TOKEN,
+                          register_worker=False) as admin:
+            admin.create_table(spec.config)
+        with self.connect(worker_id=0, auth_token=WORKER_TOKEN) as worker:
+            ebc = tt.EmbeddingBagCollection(worker, [spec],
+                                            create_tables=False)
+            ids = {"f": torch.tensor([[3], [4]])}
+            for _ in range(2):
+                with tt.training_step(ebc) as done:
+                    before = ebc(ids)["f"]
+                    before.sum().backward()
+                self.assertEqual(done.stats.tables["tls_emb"].pushes, 1)
+            with torch.no_grad():
+                after = ebc.eval()(ids)["f"]
+            ebc.close()
+        # SGD, rate 1, gradient 1 per row and step: one less per step.
+        torch.testing.assert_close(after, before.detach() - 1.0)
 
     def test_unknown_token_is_unauthenticated(self):
         with self.assertRaises(taups.UnauthenticatedError) as caught:
