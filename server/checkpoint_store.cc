@@ -365,11 +365,18 @@ absl::Status CheckpointStore::MarkBroken(uint64_t sequence, std::string* renamed
   return absl::OkStatus();
 }
 
-absl::StatusOr<LoadedCheckpoint> CheckpointStore::LoadNewest() {
+absl::StatusOr<LoadedCheckpoint> CheckpointStore::LoadNewest(
+    std::optional<uint64_t> step) {
   ASSIGN_OR_RETURN(std::vector<uint64_t> sequences, List());
   std::vector<std::string> broken;
   for (auto it = sequences.rbegin(); it != sequences.rend(); ++it) {
     if (!fs_->IsDir(PathOf(*it))) continue;  // renamed with a newer one's link
+    if (step) {
+      uint32_t digest = 0;
+      absl::StatusOr<CheckpointManifest> manifest = ReadManifest(*it, &digest);
+      // An unreadable manifest is left to LoadChain, which names the damage.
+      if (manifest.ok() && manifest->header.sync_step != step) continue;
+    }
     uint64_t damaged = *it;
     absl::StatusOr<LoadedCheckpoint> loaded = LoadChain(*it, &damaged);
     if (loaded.ok()) {
@@ -398,7 +405,8 @@ absl::StatusOr<LoadedCheckpoint> CheckpointStore::LoadNewest() {
     }
   }
   return absl::NotFoundError(absl::StrCat(
-      "no valid checkpoint in ", options_.dir,
+      "no valid checkpoint", step ? absl::StrCat(" of sync step ", *step) : "", " in ",
+      options_.dir,
       broken.empty() ? "" : absl::StrCat(" (", broken.size(), " broken: ",
                                          absl::StrJoin(broken, ", "), ")")));
 }

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,7 +94,11 @@ class CheckpointStore {
   // file or EIO (a permission, too many open files) is returned as it is,
   // without trying older checkpoints: falling back would silently lose the
   // updates in the newer one.
-  absl::StatusOr<LoadedCheckpoint> LoadNewest();
+  // With `step`, only checkpoints whose manifest records that sync step
+  // are candidates (the others are skipped, not renamed): for restoring
+  // every shard at one common step.
+  absl::StatusOr<LoadedCheckpoint> LoadNewest(
+      std::optional<uint64_t> step = std::nullopt);
 
   // Sequences of the complete (not broken) checkpoints, ascending.
   absl::StatusOr<std::vector<uint64_t>> List();

@@ -117,6 +117,10 @@ ABSL_FLAG(uint64_t, checkpoint_every_steps, 0,
           "tables closes, copied on the apply path, so shards running the "
           "same steps hold checkpoints of the same step; the manifest records "
           "it (0: no step cut).");
+ABSL_FLAG(int64_t, checkpoint_restore_step, -1,
+          "Restore the newest checkpoint of this sync step (give every shard "
+          "the same step to restore one model of all shards); -1: the newest "
+          "checkpoint.");
 ABSL_FLAG(bool, start_empty, false,
           "With --checkpoint_dir holding no valid checkpoint: start with no "
           "tables (a shard's first start) instead of refusing.");
@@ -163,6 +167,7 @@ constexpr taups::FlagRange kFlagRanges[] = {
     {"checkpoint_every_versions", 0, uint64_t{1} << 48},
     {"checkpoint_full_every", 1, 1000},
     {"checkpoint_every_steps", 0, uint64_t{1} << 48},
+    {"checkpoint_restore_step", -1, int64_t{1} << 48},
     {"metrics_port", -1, 65535},
     {"max_workers", 1, taups::ServerLimits::kMaxWorkers},
     {"max_workers_per_table", 1, taups::ServerLimits::kMaxWorkers},
@@ -300,6 +305,9 @@ int main(int argc, char** argv) {
   options.checkpoints.every_versions = absl::GetFlag(FLAGS_checkpoint_every_versions);
   options.checkpoints.full_every = absl::GetFlag(FLAGS_checkpoint_full_every);
   options.checkpoints.every_steps = absl::GetFlag(FLAGS_checkpoint_every_steps);
+  if (absl::GetFlag(FLAGS_checkpoint_restore_step) >= 0) {
+    options.checkpoints.restore_step = absl::GetFlag(FLAGS_checkpoint_restore_step);
+  }
   options.start_empty = absl::GetFlag(FLAGS_start_empty);
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   options.metrics_host = absl::GetFlag(FLAGS_metrics_host);

@@ -63,7 +63,7 @@ absl::StatusOr<RestoreReport> ShardCheckpointer::Restore() {
     return absl::FailedPreconditionError(
         "a checkpoint is restored into a shard that holds no tables yet");
   }
-  ASSIGN_OR_RETURN(LoadedCheckpoint loaded, files_->LoadNewest());
+  ASSIGN_OR_RETURN(LoadedCheckpoint loaded, files_->LoadNewest(options_.restore_step));
   const CheckpointHeader& header = loaded.manifest.header;
   if (header.shard_index != store_->shard_index() ||
       header.shard_count != store_->num_shards()) {

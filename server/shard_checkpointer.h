@@ -65,6 +65,9 @@ struct ShardCheckpointerOptions {
   uint64_t every_versions = 0;                     // 0: no version trigger
   uint32_t full_every = 1;   // 1: every checkpoint full; K: 1 full, K-1 deltas
   uint64_t every_steps = 0;  // 0: no step cut
+  // Restore only a checkpoint of this sync step (every shard given the
+  // same step restores one model); unset: the newest.
+  std::optional<uint64_t> restore_step;
   absl::Status Validate() const;
 };
 

@@ -3,9 +3,9 @@
 // step 5 went on being pushed; restoring both gives the model after exactly
 // 4 steps, computed here from the pushes.
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,8 +21,8 @@ constexpr float kLearningRate = 0.1f;
 
 std::string FreshDir(int shard) {
   const std::string dir =
-      absl::StrCat(std::filesystem::temp_directory_path().string(), "/taups_step_cut_",
-                   shard, "_", getpid());
+      absl::StrCat(std::filesystem::temp_directory_path().string(),
+                   "/taups_step_cut_", shard, "_", getpid());
   std::filesystem::remove_all(dir);
   return dir;
 }
@@ -61,7 +61,8 @@ std::vector<float> Values(const ParameterStore& store) {
   return (*store.PartitionOf("s"))->Snapshot().table.values;
 }
 
-TEST_CASE("checkpoints of one step on two shards restore the model of that step") {
+TEST_CASE(
+    "checkpoints of one step on two shards restore the model of that step") {
   constexpr uint64_t kEverySteps = 2, kCutStep = 4, kStepsRun = 5;
   std::vector<std::string> dirs;
   std::vector<std::vector<float>> initial;
@@ -76,50 +77,66 @@ TEST_CASE("checkpoints of one step on two shards restore the model of that step"
       ShardCheckpointerOptions options;
       options.dir = dirs.back();
       options.every_steps = kEverySteps;
-      auto opened = ShardCheckpointer::Open(shards.back().get(), PosixCheckpointFs(),
-                                            options, 1);
+      auto opened = ShardCheckpointer::Open(shards.back().get(),
+                                            PosixCheckpointFs(), options, 1);
       REQUIRE(opened.ok());
       checkpointers.push_back(*std::move(opened));
       checkpointers.back()->StartBackground();
     }
     absl::SleepFor(absl::Milliseconds(400));  // the tables get their hooks
+    auto await_cut = [&](uint64_t step) {
+      for (auto& checkpointer : checkpointers) {
+        const absl::Time deadline = absl::Now() + absl::Seconds(10);
+        while (checkpointer->stats().last_step_cut != step &&
+               absl::Now() < deadline) {
+          absl::SleepFor(absl::Milliseconds(20));
+        }
+        REQUIRE(checkpointer->stats().last_step_cut == step);
+      }
+    };
     for (uint64_t step = 0; step < kStepsRun; ++step) {
       for (auto& shard : shards) PushStep(*shard, step);
+      if (step + 1 == kEverySteps) await_cut(kEverySteps);  // an older cut kept
     }
-    for (auto& checkpointer : checkpointers) {
-      const absl::Time deadline = absl::Now() + absl::Seconds(10);
-      while (checkpointer->stats().last_step_cut != kCutStep && absl::Now() < deadline) {
-        absl::SleepFor(absl::Milliseconds(20));
-      }
-      REQUIRE(checkpointer->stats().last_step_cut == kCutStep);
-    }
+    await_cut(kCutStep);
     REQUIRE(shards[0]->GetTable("s")->open_step == kStepsRun);
   }  // both shards gone
 
   // SGD on the mean of the two workers' gradients, step by step.
-  float moved = 0.0f;
-  for (uint64_t step = 0; step < kCutStep; ++step) {
-    moved += kLearningRate * (Gradient(0, step) + Gradient(1, step)) / 2.0f;
-  }
-  for (int s = 0; s < 2; ++s) {
-    ParameterStore restored(s, 2);
-    restored.Register(0, 10, absl::ZeroDuration());
-    restored.Register(1, 11, absl::ZeroDuration());
-    ShardCheckpointerOptions options;
-    options.dir = dirs[s];
-    auto reader = ShardCheckpointer::Open(&restored, PosixCheckpointFs(), options, 2);
-    REQUIRE(reader.ok());
-    auto report = (*reader)->Restore();
-    INFO(report.status().ToString());
-    REQUIRE(report.ok());
-    REQUIRE(report->tables.at(0).open_step == kCutStep);
-    const std::vector<float> values = Values(restored);
-    REQUIRE(values.size() == initial[s].size());
-    for (size_t i = 0; i < values.size(); ++i) {
-      REQUIRE(values[i] == Approx(initial[s][i] - moved).margin(1e-5));
+  auto moved_by = [](uint64_t steps) {
+    float moved = 0.0f;
+    for (uint64_t step = 0; step < steps; ++step) {
+      moved += kLearningRate * (Gradient(0, step) + Gradient(1, step)) / 2.0f;
     }
-    std::filesystem::remove_all(dirs[s]);
+    return moved;
+  };
+  // The newest (step 4), then the one of step 2 when asked for it.
+  for (std::optional<uint64_t> asked :
+       {std::optional<uint64_t>(), std::optional<uint64_t>(2)}) {
+    const uint64_t expected_step = asked.value_or(kCutStep);
+    const float moved = moved_by(expected_step);
+    for (int s = 0; s < 2; ++s) {
+      ParameterStore restored(s, 2);
+      restored.Register(0, 10, absl::ZeroDuration());
+      restored.Register(1, 11, absl::ZeroDuration());
+      ShardCheckpointerOptions options;
+      options.dir = dirs[s];
+      options.restore_step = asked;
+      auto reader =
+          ShardCheckpointer::Open(&restored, PosixCheckpointFs(), options, 2);
+      REQUIRE(reader.ok());
+      auto report = (*reader)->Restore();
+      INFO(report.status().ToString());
+      REQUIRE(report.ok());
+      REQUIRE(report->tables.at(0).open_step == expected_step);
+      const std::vector<float> values = Values(restored);
+      REQUIRE(values.size() == initial[s].size());
+      for (size_t i = 0; i < values.size(); ++i) {
+        REQUIRE(values[i] == Approx(initial[s][i] - moved).margin(1e-5));
+      }
+    }
   }
+  for (const std::string& dir : dirs) std::filesystem::remove_all(dir);
 }
 
 }  // namespace
