@@ -96,7 +96,7 @@ std::shared_ptr<grpc::AuthMetadataProcessor> AuthGate::Processor() {
   return std::make_shared<PrincipalProcessor>(this);
 }
 
-grpc::Status AuthGate::Check(const grpc::ServerContext& context,
+grpc::Status AuthGate::Check(const grpc::ServerContextBase& context,
                              Rpc method,
                              std::optional<uint32_t> worker_id) const {
   const std::shared_ptr<const PrincipalTable> table = principals();

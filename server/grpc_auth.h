@@ -45,7 +45,7 @@ class AuthGate {
 
   // OK when the caller of `context` may call `method` (as `worker_id`, for
   // worker methods); otherwise UNAUTHENTICATED or PERMISSION_DENIED.
-  grpc::Status Check(const grpc::ServerContext& context, Rpc method,
+  grpc::Status Check(const grpc::ServerContextBase& context, Rpc method,
                      std::optional<uint32_t> worker_id = std::nullopt) const
       ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -1,344 +1,223 @@
 #include "server/grpc_service.h"
 
-#include <cmath>
-#include <vector>
+#include <algorithm>
+#include <optional>
 
-#include "common/aligned_view.h"
-#include "common/wire_tensor.h"
 #include "server/grpc_auth.h"
+#include "server/pull_waiters.h"
 #include "wire_convert.h"
-
-// A handler's first line: refuse a caller the auth gate does not allow.
-#define RETURN_IF_DENIED(check)                       \
-  if (grpc::Status denied = (check); !denied.ok()) { \
-    return denied;                                    \
-  }
 
 namespace taups {
 namespace {
 
-PushOrigin OriginFromWire(const v1::PushOrigin& wire) {
-  return PushOrigin{wire.worker_id(), wire.worker_incarnation(), wire.seq()};
+// A call answered where it arrives: the authorization's refusal, or the
+// call's own status in gRPC's terms.
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
+                                 grpc::Status allowed,
+                                 absl::FunctionRef<absl::Status()> call) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(allowed.ok() ? ToGrpcStatus(call()) : allowed);
+  return reactor;
 }
 
-template <typename Request>
-PushMeta MetaFromWire(const Request& request, uint32_t slices,
-                      uint32_t slice_index) {
-  PushMeta meta;
-  meta.origin = OriginFromWire(request.origin());
-  meta.base_version = request.base_version();
-  meta.clock = request.clock();
-  meta.slices = slices == 0 ? 1 : slices;
-  meta.slice_index = slice_index;
-  meta.push_norm_sq = request.push_norm_sq();
-  return meta;
-}
-
-// Pulls that wait for their policy wait at most until the call's deadline.
-PullContext PullContextOf(const grpc::ServerContext& context, uint32_t worker,
-                          uint64_t clock) {
-  PullContext ctx;
-  ctx.worker = worker;
-  ctx.clock = clock;
-  ctx.deadline = absl::FromChrono(context.deadline());
-  return ctx;
-}
-
-// Pull responses are written straight into the response's bytes field.
-absl::Span<float> ResizeFloats(std::string* bytes, size_t count) {
-  bytes->resize(count * sizeof(float));
-  return absl::MakeSpan(reinterpret_cast<float*>(bytes->data()), count);
-}
-
-absl::Span<uint64_t> ResizeUint64s(std::string* bytes, size_t count) {
-  bytes->resize(count * sizeof(uint64_t));
-  return absl::MakeSpan(reinterpret_cast<uint64_t*>(bytes->data()), count);
-}
-
-// Where a pull's values land: straight in the response's bytes, or, for a
-// compressed pull, in a scratch vector that Finish() encodes into them.
-class PullBuffer {
+// One pull call. Answered at once when its policy lets it read; otherwise
+// parked on its partition (no thread held) and tried again, on the
+// executor, each time it is woken with OK; any other wake is its answer.
+// A cancelled call releases its parked pull. Deletes itself in OnDone.
+template <typename Request, typename Response>
+class PullReactor final : public grpc::ServerUnaryReactor {
  public:
-  PullBuffer(std::string* wire, CodecKind codec, uint32_t bucket_size,
-             size_t count)
-      : wire_(wire), codec_(codec), bucket_size_(bucket_size) {
-    if (codec == CodecKind::kNone) {
-      floats_ = ResizeFloats(wire, count);
-    } else {
-      plain_.resize(count);
-      floats_ = absl::MakeSpan(plain_);
+  using Pull = absl::StatusOr<ParkedPull> (ShardCalls::*)(
+      const Request&, absl::Time, PullWaiters::Wake*, Response*);
+
+  PullReactor(ShardCalls* calls, Pull pull, CallExecutor* executor,
+              const Request* request, Response* response, absl::Time deadline)
+      : calls_(calls), pull_(pull), executor_(executor), request_(request),
+        response_(response), deadline_(deadline) {}
+
+  void Start(const grpc::Status& allowed) {
+    if (!allowed.ok()) {
+      Finish(allowed);
+      return;
     }
+    Attempt();
   }
-  absl::Span<float> floats() const { return floats_; }
-  bool encoded() const { return codec_ != CodecKind::kNone; }
-  absl::Status Finish() {
-    if (!encoded()) return absl::OkStatus();
-    return EncodeForPull(plain_, codec_, bucket_size_, wire_);
+
+  void OnCancel() override {
+    ParkedPull parked;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      parked = parked_;
+    }
+    parked.Cancel();  // a no-op unless it is still parked
   }
+
+  void OnDone() override { delete this; }
 
  private:
-  std::string* const wire_;
-  const CodecKind codec_;
-  const uint32_t bucket_size_;
-  std::vector<float> plain_;
-  absl::Span<float> floats_;
+  void Attempt() {
+    std::optional<grpc::Status> answer;
+    {
+      // Held while parking, so a wake (run on the executor) cannot try
+      // again before parked_ names this parking.
+      absl::MutexLock lock(&mu_);
+      if (cancelled_) {
+        answer = grpc::Status(grpc::StatusCode::CANCELLED, "call cancelled");
+      } else {
+        PullWaiters::Wake wake = [this](absl::Status why) {
+          executor_->Post([this, why = std::move(why)]() mutable {
+            Woken(std::move(why));
+          });
+        };
+        absl::StatusOr<ParkedPull> pulled =
+            (calls_->*pull_)(*request_, deadline_, &wake, response_);
+        if (!pulled.ok()) {
+          answer = ToGrpcStatus(pulled.status());
+        } else if (!pulled->parked()) {
+          answer = grpc::Status::OK;
+        } else {
+          parked_ = *pulled;
+        }
+      }
+    }
+    if (answer.has_value()) Finish(*answer);  // never under a lock
+  }
+
+  void Woken(absl::Status why) {
+    {
+      absl::MutexLock lock(&mu_);
+      parked_ = ParkedPull();
+    }
+    if (why.ok()) {
+      Attempt();
+    } else {
+      Finish(ToGrpcStatus(why));
+    }
+  }
+
+  ShardCalls* const calls_;
+  const Pull pull_;
+  CallExecutor* const executor_;
+  const Request* const request_;
+  Response* const response_;
+  const absl::Time deadline_;
+  absl::Mutex mu_;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  ParkedPull parked_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
 
 ParameterServerService::ParameterServerService(ParameterStore* store,
                                                uint64_t incarnation,
-                                               const AuthGate* auth)
-    : store_(store), incarnation_(incarnation), auth_(auth) {}
+                                               const AuthGate* auth,
+                                               absl::Duration max_wait)
+    : calls_(store, incarnation), auth_(auth), max_wait_(max_wait) {}
 
 grpc::Status ParameterServerService::Allow(
-    const grpc::ServerContext* context, Rpc method,
+    const grpc::CallbackServerContext* context, Rpc method,
     std::optional<uint32_t> worker_id) const {
   if (auth_ == nullptr) return grpc::Status::OK;
   return auth_->Check(*context, method, worker_id);
 }
 
-grpc::Status ParameterServerService::CreateTable(
-    grpc::ServerContext* context, const v1::CreateTableRequest* request,
+absl::Time ParameterServerService::WaitUntil(
+    const grpc::CallbackServerContext& context) const {
+  return std::min(absl::FromChrono(context.deadline()), absl::Now() + max_wait_);
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::CreateTable(
+    grpc::CallbackServerContext* context, const v1::CreateTableRequest* request,
     v1::CreateTableResponse* response) {
-  RETURN_IF_DENIED(Allow(context, Rpc::kCreateTable));
-  absl::StatusOr<TableConfig> config = FromWire(request->config());
-  if (!config.ok()) return ToGrpcStatus(config.status());
-  bool created = false;
-  absl::StatusOr<TableInfo> info =
-      store_->CreateTable(*config, request->exist_ok(), &created);
-  if (!info.ok()) return ToGrpcStatus(info.status());
-  ToWire(*info, response->mutable_info());
-  response->set_created(created);
-  response->set_server_incarnation(incarnation_);
-  return grpc::Status::OK;
+  return Answer(context, Allow(context, Rpc::kCreateTable),
+                [&] { return calls_.CreateTable(*request, response); });
 }
 
-grpc::Status ParameterServerService::GetTable(grpc::ServerContext* context,
-                                              const v1::GetTableRequest* request,
-                                              v1::GetTableResponse* response) {
-  RETURN_IF_DENIED(Allow(context, Rpc::kGetTable));
-  absl::StatusOr<TableInfo> info = store_->GetTable(request->name());
-  if (!info.ok()) return ToGrpcStatus(info.status());
-  ToWire(*info, response->mutable_info());
-  response->set_server_incarnation(incarnation_);
-  return grpc::Status::OK;
+grpc::ServerUnaryReactor* ParameterServerService::GetTable(
+    grpc::CallbackServerContext* context, const v1::GetTableRequest* request,
+    v1::GetTableResponse* response) {
+  return Answer(context, Allow(context, Rpc::kGetTable),
+                [&] { return calls_.GetTable(*request, response); });
 }
 
-grpc::Status ParameterServerService::PullDense(
-    grpc::ServerContext* context, const v1::PullDenseRequest* request,
+grpc::ServerUnaryReactor* ParameterServerService::PullDense(
+    grpc::CallbackServerContext* context, const v1::PullDenseRequest* request,
     v1::PullDenseResponse* response) {
-  RETURN_IF_DENIED(Allow(context, Rpc::kPullDense, request->worker_id()));
-  const CodecKind codec = static_cast<CodecKind>(request->pull_codec());
-  absl::Status codec_ok = CheckPullCodec(codec, request->pull_bucket_size());
-  if (!codec_ok.ok()) return ToGrpcStatus(codec_ok);
-  // Sized by the store, against its limits, before anything is allocated.
-  absl::StatusOr<uint64_t> floats = store_->DensePullFloats(
-      request->table(), request->offset(), request->count());
-  if (!floats.ok()) return ToGrpcStatus(floats.status());
-  PullBuffer out(response->mutable_values(), codec, request->pull_bucket_size(),
-                 *floats);
-  absl::StatusOr<PullResult> pulled = store_->PullDense(
-      request->table(), request->offset(), out.floats(),
-      PullContextOf(*context, request->worker_id(), request->clock()));
-  absl::Status finished = pulled.ok() ? out.Finish() : pulled.status();
-  if (!finished.ok()) {
-    response->clear_values();
-    return ToGrpcStatus(finished);
-  }
-  traffic_.CountPull(request->table(), *floats * sizeof(float),
-                     response->values().size());
-  response->set_encoded(out.encoded());
-  response->set_version(pulled->version);
-  response->set_step(pulled->step);
-  response->set_server_incarnation(incarnation_);
-  return grpc::Status::OK;
+  using Reactor = PullReactor<v1::PullDenseRequest, v1::PullDenseResponse>;
+  auto* reactor = new Reactor(&calls_, &ShardCalls::PullDense, &woken_pulls_,
+                              request, response, WaitUntil(*context));
+  reactor->Start(Allow(context, Rpc::kPullDense, request->worker_id()));
+  return reactor;
 }
 
-grpc::Status ParameterServerService::PushDense(
-    grpc::ServerContext* context, const v1::PushDenseRequest* request,
+grpc::ServerUnaryReactor* ParameterServerService::PushDense(
+    grpc::CallbackServerContext* context, const v1::PushDenseRequest* request,
     v1::PushResponse* response) {
-  RETURN_IF_DENIED(Allow(context, Rpc::kPushDense, request->origin().worker_id()));
-  std::vector<float> scratch;
-  const PushMeta meta = MetaFromWire(*request, request->slices_in_push(),
-                                     request->slice_index());
-  absl::StatusOr<absl::Span<const float>> gradient = store_->ReadGradient(
-      request->table(), TableKind::kDense, 0, request->gradient(),
-      request->encoded(), &scratch, "PushDense gradient");
-  if (!gradient.ok()) {
-    if (request->encoded() && !absl::IsNotFound(gradient.status())) {
-      traffic_.CountBadBlock(request->table());  // of a table that exists
-    }
-    store_->RefusePush(request->table(), meta, gradient.status());
-    return ToGrpcStatus(gradient.status());
-  }
-  absl::StatusOr<PushOutcome> outcome =
-      store_->PushDense(request->table(), request->offset(), *gradient, meta);
-  if (!outcome.ok()) return ToGrpcStatus(outcome.status());
-  traffic_.CountPush(request->table(), gradient->size() * sizeof(float),
-                     request->gradient().size(), request->encoded());
-  ToWire(*outcome, response);
-  response->set_server_incarnation(incarnation_);
-  return grpc::Status::OK;
+  return Answer(context,
+                Allow(context, Rpc::kPushDense, request->origin().worker_id()),
+                [&] { return calls_.PushDense(*request, response); });
 }
 
-grpc::Status ParameterServerService::PullSparse(
-    grpc::ServerContext* context, const v1::PullSparseRequest* request,
+grpc::ServerUnaryReactor* ParameterServerService::PullSparse(
+    grpc::CallbackServerContext* context, const v1::PullSparseRequest* request,
     v1::PullSparseResponse* response) {
-  RETURN_IF_DENIED(Allow(context, Rpc::kPullSparse, request->worker_id()));
-  const CodecKind codec = static_cast<CodecKind>(request->pull_codec());
-  absl::Status codec_ok = CheckPullCodec(codec, request->pull_bucket_size());
-  if (!codec_ok.ok()) return ToGrpcStatus(codec_ok);
-  std::vector<uint64_t> scratch;
-  absl::StatusOr<absl::Span<const uint64_t>> keys =
-      ViewAs<uint64_t>(request->keys(), &scratch, "PullSparse keys");
-  if (!keys.ok()) return ToGrpcStatus(keys.status());
-  // Sized by the store, against its limits, before anything is allocated.
-  absl::StatusOr<uint64_t> floats = store_->SparsePullFloats(
-      request->table(), keys->size(), request->with_row_versions());
-  if (!floats.ok()) return ToGrpcStatus(floats.status());
-  PullBuffer out(response->mutable_values(), codec, request->pull_bucket_size(),
-                 *floats);
-  absl::Span<uint64_t> row_versions;
-  if (request->with_row_versions()) {
-    row_versions = ResizeUint64s(response->mutable_row_versions(), keys->size());
-  }
-  absl::StatusOr<PullResult> pulled = store_->PullSparse(
-      request->table(), *keys, out.floats(),
-      PullContextOf(*context, request->worker_id(), request->clock()),
-      row_versions);
-  absl::Status finished = pulled.ok() ? out.Finish() : pulled.status();
-  if (!finished.ok()) {
-    response->clear_values();
-    response->clear_row_versions();
-    return ToGrpcStatus(finished);
-  }
-  traffic_.CountPull(request->table(), *floats * sizeof(float),
-                     response->values().size());
-  response->set_encoded(out.encoded());
-  response->set_version(pulled->version);
-  response->set_step(pulled->step);
-  response->set_server_incarnation(incarnation_);
-  return grpc::Status::OK;
+  using Reactor = PullReactor<v1::PullSparseRequest, v1::PullSparseResponse>;
+  auto* reactor = new Reactor(&calls_, &ShardCalls::PullSparse, &woken_pulls_,
+                              request, response, WaitUntil(*context));
+  reactor->Start(Allow(context, Rpc::kPullSparse, request->worker_id()));
+  return reactor;
 }
 
-grpc::Status ParameterServerService::PushSparse(
-    grpc::ServerContext* context, const v1::PushSparseRequest* request,
+grpc::ServerUnaryReactor* ParameterServerService::PushSparse(
+    grpc::CallbackServerContext* context, const v1::PushSparseRequest* request,
     v1::PushResponse* response) {
-  RETURN_IF_DENIED(Allow(context, Rpc::kPushSparse, request->origin().worker_id()));
-  std::vector<uint64_t> key_scratch, base_scratch;
-  std::vector<float> gradient_scratch;
-  absl::StatusOr<absl::Span<const uint64_t>> keys =
-      ViewAs<uint64_t>(request->keys(), &key_scratch, "PushSparse keys");
-  if (!keys.ok()) return ToGrpcStatus(keys.status());
-  absl::StatusOr<absl::Span<const float>> gradients = store_->ReadGradient(
-      request->table(), TableKind::kSparse, keys->size(), request->gradients(),
-      request->encoded(), &gradient_scratch, "PushSparse gradients");
-  if (!gradients.ok()) {
-    if (request->encoded() && !absl::IsNotFound(gradients.status())) {
-      traffic_.CountBadBlock(request->table());  // of a table that exists
-    }
-    return ToGrpcStatus(gradients.status());
-  }
-  absl::StatusOr<absl::Span<const uint64_t>> row_bases = ViewAs<uint64_t>(
-      request->row_base_versions(), &base_scratch, "PushSparse row_base_versions");
-  if (!row_bases.ok()) return ToGrpcStatus(row_bases.status());
-  PushMeta meta = MetaFromWire(*request, 1, 0);
-  meta.row_base_versions = *row_bases;
-  absl::StatusOr<PushOutcome> outcome =
-      store_->PushSparse(request->table(), *keys, *gradients, meta);
-  if (!outcome.ok()) return ToGrpcStatus(outcome.status());
-  traffic_.CountPush(request->table(), gradients->size() * sizeof(float),
-                     request->gradients().size(), request->encoded());
-  ToWire(*outcome, response);
-  response->set_server_incarnation(incarnation_);
-  if (!row_bases->empty()) {
-    RowTauToWire(*outcome, request->return_row_taus(), response);
-  }
-  return grpc::Status::OK;
+  return Answer(context,
+                Allow(context, Rpc::kPushSparse, request->origin().worker_id()),
+                [&] { return calls_.PushSparse(*request, response); });
 }
 
-grpc::Status ParameterServerService::Register(grpc::ServerContext* context,
-                                              const v1::RegisterRequest* request,
-                                              v1::RegisterResponse* response) {
-  RETURN_IF_DENIED(Allow(context, Rpc::kRegister, request->worker_id()));
-  absl::Status valid =
-      store_->CheckRegistration(request->worker_id(), request->lease_s());
-  if (!valid.ok()) return ToGrpcStatus(valid);
-  const Registration registration =
-      store_->Register(request->worker_id(), request->worker_incarnation(),
-                       absl::Seconds(request->lease_s()));
-  response->set_lease_s(absl::ToDoubleSeconds(registration.lease));
-  response->set_heartbeat_every_s(
-      absl::ToDoubleSeconds(registration.heartbeat_every));
-  response->set_server_incarnation(incarnation_);
-  for (const auto& [table, clock] : registration.start_clock) {
-    (*response->mutable_start_clock())[table] = clock;
-  }
-  return grpc::Status::OK;
+grpc::ServerUnaryReactor* ParameterServerService::Register(
+    grpc::CallbackServerContext* context, const v1::RegisterRequest* request,
+    v1::RegisterResponse* response) {
+  return Answer(context, Allow(context, Rpc::kRegister, request->worker_id()),
+                [&] { return calls_.Register(*request, response); });
 }
 
-grpc::Status ParameterServerService::Leave(grpc::ServerContext* context,
-                                           const v1::LeaveRequest* request,
-                                           v1::LeaveResponse* response) {
-  RETURN_IF_DENIED(Allow(context, Rpc::kLeave, request->worker_id()));
-  response->set_known(
-      store_->Leave(request->worker_id(), request->worker_incarnation()));
-  response->set_server_incarnation(incarnation_);
-  return grpc::Status::OK;
+grpc::ServerUnaryReactor* ParameterServerService::Leave(
+    grpc::CallbackServerContext* context, const v1::LeaveRequest* request,
+    v1::LeaveResponse* response) {
+  return Answer(context, Allow(context, Rpc::kLeave, request->worker_id()),
+                [&] { return calls_.Leave(*request, response); });
 }
 
-grpc::Status ParameterServerService::Heartbeat(
-    grpc::ServerContext* context, const v1::HeartbeatRequest* request,
+grpc::ServerUnaryReactor* ParameterServerService::Heartbeat(
+    grpc::CallbackServerContext* context, const v1::HeartbeatRequest* request,
     v1::HeartbeatResponse* response) {
-  RETURN_IF_DENIED(Allow(context, Rpc::kHeartbeat, request->worker_id()));
-  response->set_known(store_->Heartbeat(request->worker_id(),
-                                        request->worker_incarnation()));
-  response->set_server_incarnation(incarnation_);
-  return grpc::Status::OK;
+  return Answer(context, Allow(context, Rpc::kHeartbeat, request->worker_id()),
+                [&] { return calls_.Heartbeat(*request, response); });
 }
 
-grpc::Status ParameterServerService::SetConsistency(
-    grpc::ServerContext* context, const v1::SetConsistencyRequest* request,
+grpc::ServerUnaryReactor* ParameterServerService::SetConsistency(
+    grpc::CallbackServerContext* context,
+    const v1::SetConsistencyRequest* request,
     v1::SetConsistencyResponse* response) {
-  RETURN_IF_DENIED(Allow(context, Rpc::kSetConsistency));
-  absl::StatusOr<ConsistencyConfig> consistency =
-      FromWire(request->consistency());
-  if (!consistency.ok()) return ToGrpcStatus(consistency.status());
-  absl::StatusOr<StalenessConfig> staleness = FromWire(request->staleness());
-  if (!staleness.ok()) return ToGrpcStatus(staleness.status());
-  absl::StatusOr<TableInfo> info =
-      store_->SetConsistency(request->table(), *consistency, *staleness);
-  if (!info.ok()) return ToGrpcStatus(info.status());
-  ToWire(*info, response->mutable_info());
-  return grpc::Status::OK;
+  return Answer(context, Allow(context, Rpc::kSetConsistency),
+                [&] { return calls_.SetConsistency(*request, response); });
 }
 
-grpc::Status ParameterServerService::Stats(grpc::ServerContext* context,
-                                           const v1::StatsRequest* request,
-                                           v1::StatsResponse* response) {
-  RETURN_IF_DENIED(Allow(context, Rpc::kStats));
-  if (!request->table().empty()) {
-    absl::StatusOr<TableInfo> exists = store_->GetTable(request->table());
-    if (!exists.ok()) return ToGrpcStatus(exists.status());
-  }
-  ToWire(store_->Stats(request->table()),
-         [this](absl::string_view table) { return traffic_.Of(table); },
-         absl::Now(), response);
-  response->set_server_incarnation(incarnation_);
-  return grpc::Status::OK;
+grpc::ServerUnaryReactor* ParameterServerService::Stats(
+    grpc::CallbackServerContext* context, const v1::StatsRequest* request,
+    v1::StatsResponse* response) {
+  return Answer(context, Allow(context, Rpc::kStats),
+                [&] { return calls_.Stats(*request, response); });
 }
 
-grpc::Status ParameterServerService::DropTable(grpc::ServerContext* context,
-                                               const v1::DropTableRequest* request,
-                                               v1::DropTableResponse* response) {
-  RETURN_IF_DENIED(Allow(context, Rpc::kDropTable));
-  absl::StatusOr<uint64_t> freed = store_->DropTable(request->name());
-  if (!freed.ok()) return ToGrpcStatus(freed.status());
-  response->set_shard_index(store_->shard_index());
-  response->set_freed_bytes(*freed);
-  response->set_server_incarnation(incarnation_);
-  return grpc::Status::OK;
+grpc::ServerUnaryReactor* ParameterServerService::DropTable(
+    grpc::CallbackServerContext* context, const v1::DropTableRequest* request,
+    v1::DropTableResponse* response) {
+  return Answer(context, Allow(context, Rpc::kDropTable),
+                [&] { return calls_.DropTable(*request, response); });
 }
 
 }  // namespace taups

@@ -1,9 +1,18 @@
-// The gRPC face of one shard: decodes requests, calls the ParameterStore,
-// encodes responses. No logic of its own beyond byte <-> float views.
-// With an AuthGate, every handler first checks its caller (one line; the
-// decision is server/authorization.h's).
+// The gRPC face of one shard, on gRPC's callback API: per RPC, the
+// caller's authorization (the AuthGate, when there is one), the call's
+// deadline, then ShardCalls (server/shard_calls.h) — the one place
+// requests are converted for the ParameterStore, shared with the worker's
+// in-process transport — and the status mapped to gRPC's once.
 //
-// Thread-safe (the store is).
+// No call holds a thread while it waits. A pull its policy does not let
+// read yet (a sync step still open, an SSP bound) is parked on its
+// partition and answered, on a small executor, when a change lets it read;
+// it waits at most min(the client's deadline, max_wait) and then gets
+// DEADLINE_EXCEEDED naming what it waited for; a client that cancels or
+// goes away releases it (and its WaitingCalls seat); CloseWaits (shutdown)
+// answers every parked pull UNAVAILABLE.
+//
+// Thread-safe (ShardCalls and the store are).
 #ifndef TAUPS_SERVER_GRPC_SERVICE_H_
 #define TAUPS_SERVER_GRPC_SERVICE_H_
 
@@ -11,60 +20,79 @@
 
 #include <optional>
 
+#include "absl/time/time.h"
 #include "ps.grpc.pb.h"
 #include "server/authorization.h"
+#include "server/call_executor.h"
 #include "server/parameter_store.h"
+#include "server/shard_calls.h"
 #include "server/wire_traffic.h"
 
 namespace taups {
 
-class ParameterServerService final : public v1::ParameterServer::Service {
+class ParameterServerService final : public v1::ParameterServer::CallbackService {
  public:
   // `store` must outlive the service. `incarnation` identifies this run of
   // the shard; it is sent with every response. `auth`, when not null, must
-  // outlive the service; null lets every caller call everything.
+  // outlive the service; null lets every caller call everything. A parked
+  // pull waits at most `max_wait` (> 0).
   ParameterServerService(ParameterStore* store, uint64_t incarnation,
-                         const class AuthGate* auth = nullptr);
+                         const class AuthGate* auth = nullptr,
+                         absl::Duration max_wait = absl::Seconds(60));
 
-  grpc::Status CreateTable(grpc::ServerContext*, const v1::CreateTableRequest*,
-                           v1::CreateTableResponse*) override;
-  grpc::Status GetTable(grpc::ServerContext*, const v1::GetTableRequest*,
-                        v1::GetTableResponse*) override;
-  grpc::Status PullDense(grpc::ServerContext*, const v1::PullDenseRequest*,
-                         v1::PullDenseResponse*) override;
-  grpc::Status PushDense(grpc::ServerContext*, const v1::PushDenseRequest*,
-                         v1::PushResponse*) override;
-  grpc::Status PullSparse(grpc::ServerContext*, const v1::PullSparseRequest*,
-                          v1::PullSparseResponse*) override;
-  grpc::Status PushSparse(grpc::ServerContext*, const v1::PushSparseRequest*,
-                          v1::PushResponse*) override;
-  grpc::Status Register(grpc::ServerContext*, const v1::RegisterRequest*,
-                        v1::RegisterResponse*) override;
-  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*,
-                         v1::HeartbeatResponse*) override;
-  grpc::Status Leave(grpc::ServerContext*, const v1::LeaveRequest*,
-                     v1::LeaveResponse*) override;
-  grpc::Status SetConsistency(grpc::ServerContext*,
-                              const v1::SetConsistencyRequest*,
-                              v1::SetConsistencyResponse*) override;
-  grpc::Status Stats(grpc::ServerContext*, const v1::StatsRequest*,
-                     v1::StatsResponse*) override;
+  grpc::ServerUnaryReactor* CreateTable(grpc::CallbackServerContext*,
+                                        const v1::CreateTableRequest*,
+                                        v1::CreateTableResponse*) override;
+  grpc::ServerUnaryReactor* GetTable(grpc::CallbackServerContext*,
+                                     const v1::GetTableRequest*,
+                                     v1::GetTableResponse*) override;
+  grpc::ServerUnaryReactor* PullDense(grpc::CallbackServerContext*,
+                                      const v1::PullDenseRequest*,
+                                      v1::PullDenseResponse*) override;
+  grpc::ServerUnaryReactor* PushDense(grpc::CallbackServerContext*,
+                                      const v1::PushDenseRequest*,
+                                      v1::PushResponse*) override;
+  grpc::ServerUnaryReactor* PullSparse(grpc::CallbackServerContext*,
+                                       const v1::PullSparseRequest*,
+                                       v1::PullSparseResponse*) override;
+  grpc::ServerUnaryReactor* PushSparse(grpc::CallbackServerContext*,
+                                       const v1::PushSparseRequest*,
+                                       v1::PushResponse*) override;
+  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext*,
+                                     const v1::RegisterRequest*,
+                                     v1::RegisterResponse*) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext*,
+                                      const v1::HeartbeatRequest*,
+                                      v1::HeartbeatResponse*) override;
+  grpc::ServerUnaryReactor* Leave(grpc::CallbackServerContext*,
+                                  const v1::LeaveRequest*,
+                                  v1::LeaveResponse*) override;
+  grpc::ServerUnaryReactor* SetConsistency(grpc::CallbackServerContext*,
+                                           const v1::SetConsistencyRequest*,
+                                           v1::SetConsistencyResponse*) override;
+  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext*,
+                                  const v1::StatsRequest*,
+                                  v1::StatsResponse*) override;
   // Admin: drops this shard's part of a table (ParameterStore::DropTable).
-  grpc::Status DropTable(grpc::ServerContext*, const v1::DropTableRequest*,
-                         v1::DropTableResponse*) override;
+  grpc::ServerUnaryReactor* DropTable(grpc::CallbackServerContext*,
+                                      const v1::DropTableRequest*,
+                                      v1::DropTableResponse*) override;
 
   // What the tensors took on the wire, per table (for /metrics).
-  const WireTraffic& traffic() const { return traffic_; }
+  const WireTraffic& traffic() const { return calls_.traffic(); }
 
  private:
   // OK without a gate; else the gate's answer for the caller of `context`.
-  grpc::Status Allow(const grpc::ServerContext* context, Rpc method,
+  grpc::Status Allow(const grpc::CallbackServerContext* context, Rpc method,
                      std::optional<uint32_t> worker_id = std::nullopt) const;
+  // How long a pull of `context` may wait: its deadline, at most max_wait_.
+  absl::Time WaitUntil(const grpc::CallbackServerContext& context) const;
 
-  ParameterStore* const store_;
-  const uint64_t incarnation_;
+  ShardCalls calls_;
   const AuthGate* const auth_;
-  WireTraffic traffic_;
+  const absl::Duration max_wait_;
+  // Runs the pulls woken from their parking.
+  CallExecutor woken_pulls_{2};
 };
 
 }  // namespace taups

@@ -109,6 +109,7 @@ absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& request
 
 absl::StatusOr<uint64_t> ParameterStore::DropTable(absl::string_view name) {
   std::shared_ptr<Entry> entry;
+  uint64_t freed = 0;
   {
     absl::MutexLock lock(&mu_);
     auto it = tables_.find(name);
@@ -120,11 +121,14 @@ absl::StatusOr<uint64_t> ParameterStore::DropTable(absl::string_view name) {
     tables_.erase(it);
     // Given back under mu_, so a CreateTable that finds the name free also
     // finds its bytes free.
-    const uint64_t freed = entry->reservation.bytes() + entry->workers->Close();
+    freed = entry->reservation.bytes() + entry->workers->Close();
     entry->reservation.Release();
     tables_dropped_.fetch_add(1);
-    return freed;
   }
+  entry->partition->ReleaseWaiters(absl::NotFoundError(absl::StrCat(
+      "table ", QuotedName(name), " was dropped on shard ", shard_index_,
+      " while this pull waited")));
+  return freed;
 }
 
 absl::StatusOr<TableInfo> ParameterStore::GetTable(absl::string_view name) const {
@@ -311,7 +315,38 @@ absl::StatusOr<PartitionRead> ParameterStore::ReadEntry(
       !entry.partition->PullReady(ctx.worker, ctx.clock)) {
     ASSIGN_OR_RETURN(seat, waiting_.Enter(ctx.worker, entry.partition->config().name));
   }
+  if (ctx.park != nullptr) {
+    return ReadOrParkEntry(entry, ctx, std::move(seat), read);
+  }
   return entry.partition->Read(ctx.worker, ctx.clock, ctx.deadline, read);
+}
+
+absl::StatusOr<PartitionRead> ParameterStore::ReadOrParkEntry(
+    Entry& entry, const PullContext& ctx, WaitingCalls::Seat seat,
+    absl::FunctionRef<void()> read) {
+  absl::ReaderMutexLock lock(&park_mu_);
+  if (waits_closed_.has_value() &&
+      !entry.partition->PullReady(ctx.worker, ctx.clock)) {
+    return *waits_closed_;
+  }
+  return entry.partition->ReadOrPark(
+      ctx.worker, ctx.clock, ctx.deadline, read, [&]() -> PullWaiters::Wake {
+        // The seat is given back as the pull leaves the parking, however
+        // it leaves.
+        return [seat = std::move(seat), wake = std::move(*ctx.park)](
+                   absl::Status why) mutable {
+          seat = WaitingCalls::Seat();
+          std::move(wake)(std::move(why));
+        };
+      });
+}
+
+void ParameterStore::CloseWaits(const absl::Status& why) {
+  absl::MutexLock lock(&park_mu_);
+  waits_closed_ = why;
+  for (const std::shared_ptr<Entry>& entry : Entries()) {
+    entry->partition->ReleaseWaiters(why);
+  }
 }
 
 absl::Status ParameterStore::CheckSparseKeys(const SparseTable& table,
@@ -414,7 +449,7 @@ absl::StatusOr<PullResult> ParameterStore::PullDense(absl::string_view table,
   ASSIGN_OR_RETURN(PartitionRead read, ReadEntry(*entry, ctx, [&] {
                      entry->dense->Pull(offset, out, ctx.worker);
                    }));
-  return PullResult{read.version, read.step};
+  return PullResult{read.version, read.step, read.parked};
 }
 
 absl::StatusOr<PushOutcome> ParameterStore::PushDense(
@@ -463,7 +498,7 @@ absl::StatusOr<PullResult> ParameterStore::PullSparse(
   ASSIGN_OR_RETURN(PartitionRead read, ReadEntry(*entry, ctx, [&] {
                      entry->sparse->Pull(keys, out, row_versions);
                    }));
-  return PullResult{read.version, read.step};
+  return PullResult{read.version, read.step, read.parked};
 }
 
 absl::StatusOr<PushOutcome> ParameterStore::PushSparse(

@@ -17,7 +17,9 @@
 // allocated; what does not fit is refused RESOURCE_EXHAUSTED with the
 // numbers, and nothing changes. DropTable gives a table's charges back.
 // A pull that must wait for its policy takes a WaitingCalls seat first
-// (refused past --max_waiting_per_worker / --max_waiting_calls).
+// (refused past --max_waiting_per_worker / --max_waiting_calls); it blocks
+// its thread, or, for an edge that sets PullContext::park, is parked on
+// its partition without one.
 //
 // Thread-safe. The table directory is behind a reader/writer mutex taken
 // briefly to find a table; the data path then runs on the partition's locks.
@@ -29,6 +31,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +50,7 @@
 #include "server/membership.h"
 #include "server/memory_budget.h"
 #include "server/partition.h"
+#include "server/pull_waiters.h"
 #include "server/push_types.h"
 #include "server/sparse_table.h"
 #include "server/table_info.h"
@@ -62,11 +66,19 @@ struct PullContext {
   uint64_t clock = 0;
   // absl::InfinitePast(): do not wait (FAILED... DEADLINE_EXCEEDED if not ready).
   absl::Time deadline = absl::InfiniteFuture();
+  // Set by an edge that must not block a thread: a pull that has to wait
+  // is parked instead (Partition::ReadOrPark) — *park is moved there, with
+  // the pull's WaitingCalls seat, and the result's `parked` names it; the
+  // caller pulls again when it is woken with OK. Unset: the pull blocks
+  // until its policy lets it read or the deadline passes.
+  PullWaiters::Wake* park = nullptr;
 };
 
 struct PullResult {
   uint64_t version = 0;
   uint64_t step = 0;  // sync / semi_sync: the open step; else 0
+  // PullContext::park: set when nothing was read and the pull is parked.
+  ParkedPull parked;
 };
 
 // Everything about a push but its payload.
@@ -237,6 +249,10 @@ class ParameterStore {
   // milliseconds; simulations after moving time.
   void Tick();
 
+  // Shutdown: wakes every parked pull with `why`, and refuses with it
+  // every pull that would park from now on.
+  void CloseWaits(const absl::Status& why);
+
   StoreStats Stats(absl::string_view table = "") const;
   // Pushes refused because a gradient held NaN or Inf.
   uint64_t nonfinite_rejections() const { return nonfinite_rejections_.load(); }
@@ -270,6 +286,12 @@ class ParameterStore {
   // waiting_ first.
   absl::StatusOr<PartitionRead> ReadEntry(Entry& entry, const PullContext& ctx,
                                           absl::FunctionRef<void()> read);
+  // ReadEntry for a pull that parks rather than blocks (ctx.park set).
+  absl::StatusOr<PartitionRead> ReadOrParkEntry(Entry& entry,
+                                                const PullContext& ctx,
+                                                WaitingCalls::Seat seat,
+                                                absl::FunctionRef<void()> read)
+      ABSL_LOCKS_EXCLUDED(park_mu_);
   absl::Status CheckSparseKeys(const SparseTable& table,
                                absl::Span<const uint64_t> keys,
                                bool require_unique) const;
@@ -284,6 +306,10 @@ class ParameterStore {
   Membership membership_;
   MemoryBudget budget_;
   WaitingCalls waiting_;
+  // Held shared while a pull parks, exclusively by CloseWaits: no pull
+  // parks after the shard released its waiters.
+  mutable absl::Mutex park_mu_;
+  std::optional<absl::Status> waits_closed_ ABSL_GUARDED_BY(park_mu_);
   std::atomic<uint64_t> tables_dropped_{0};
   mutable absl::Mutex mu_;
   // shared_ptr lets a request keep using a table without holding mu_, also

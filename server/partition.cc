@@ -43,6 +43,9 @@ void Partition::Apply(absl::FunctionRef<void()> work)
     group.push_back(*it);
   }
   queue_mu_.Unlock();
+  // Parked pulls the group's changes let read; woken once every lock here
+  // is let go.
+  std::vector<PullWaiters::Woken> woken;
   {
     absl::MutexLock state(&state_mu_);
     for (Writer* writer : group) {
@@ -50,6 +53,11 @@ void Partition::Apply(absl::FunctionRef<void()> work)
       writer->work();
       ++applied_;
       if (step_hook_) NotifyStepClosedLocked(step_before);
+    }
+    if (waiters_->size() > 0) {
+      woken = waiters_->TakeReady([this](uint32_t worker, uint64_t clock) {
+        return controller_.PullReady(worker, clock);
+      });
     }
   }
   queue_mu_.Lock();
@@ -62,6 +70,7 @@ void Partition::Apply(absl::FunctionRef<void()> work)
   }
   if (!queue_.empty()) queue_.front()->cv.Signal();  // the next leader
   queue_mu_.Unlock();
+  PullWaiters::RunAll(woken);
 }
 
 absl::StatusOr<PushOutcome> Partition::Push(const PushSlice& slice) {
@@ -212,6 +221,63 @@ bool Partition::PullReady(uint32_t worker, uint64_t clock) const {
   return controller_.PullReady(worker, clock);
 }
 
+namespace {
+
+// What a pull that may not read (yet) is told when it cannot wait longer.
+absl::Status PullWaitedTooLong(absl::string_view table, uint32_t worker,
+                               uint64_t clock, const absl::Status& waiting) {
+  if (waiting.ok()) return waiting;
+  return absl::DeadlineExceededError(absl::StrCat(
+      "table '", table, "': the pull of worker ", worker, " at clock ", clock,
+      " reached its deadline (the caller's, or the shard's --max_wait_s): ",
+      waiting.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<PartitionRead> Partition::ReadOrPark(
+    uint32_t worker, uint64_t clock, absl::Time deadline,
+    absl::FunctionRef<void()> read, absl::FunctionRef<PullWaiters::Wake()> park) {
+  // Shared, so no apply runs between the check and the parking: a change
+  // that lets this pull read comes after it is parked, and wakes it.
+  absl::ReaderMutexLock lock(&state_mu_);
+  PartitionRead result;
+  if (!controller_.PullReady(worker, clock)) {
+    if (deadline <= clock_->Now()) {
+      return PullWaitedTooLong(
+          config().name, worker, clock,
+          controller_.AwaitPullReady(worker, clock, absl::InfinitePast()));
+    }
+    result.parked = ParkedPull(waiters_, waiters_->Add(worker, clock, deadline, park()));
+    return result;
+  }
+  result.version = controller_.version();
+  result.step = controller_.open_step();
+  read();
+  return result;
+}
+
+void Partition::ReleaseWaiters(const absl::Status& why) {
+  std::vector<PullWaiters::Woken> woken = waiters_->TakeAll(why);
+  PullWaiters::RunAll(woken);
+}
+
+void Partition::ExpireParked() {
+  if (waiters_->size() == 0) return;
+  std::vector<PullWaiters::Woken> woken;
+  {
+    absl::ReaderMutexLock lock(&state_mu_);
+    woken = waiters_->TakeExpired(
+        clock_->Now(), [this](uint32_t worker, uint64_t clock) {
+          // Not waiting at all (OK): the pull reads when it is run again.
+          return PullWaitedTooLong(
+              config().name, worker, clock,
+              controller_.AwaitPullReady(worker, clock, absl::InfinitePast()));
+        });
+  }
+  PullWaiters::RunAll(woken);
+}
+
 void Partition::SetLiveWorkers(const std::vector<uint32_t>& live,
                                size_t ever_registered) {
   Apply([&] { controller_.SetLiveWorkers(live, ever_registered); });
@@ -229,6 +295,7 @@ void Partition::Tick() {
     table_->ExpireIdle();
     DropAbandonedLocked();
   });
+  ExpireParked();
 }
 
 absl::Status Partition::SetConfig(const ConsistencyConfig& consistency,

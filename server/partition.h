@@ -45,6 +45,7 @@
 #include "server/consistency_controller.h"
 #include "server/dedup_window.h"
 #include "server/memory_budget.h"
+#include "server/pull_waiters.h"
 #include "server/push_types.h"
 #include "server/staged_pushes.h"
 #include "server/table.h"
@@ -87,6 +88,8 @@ struct PartitionSnapshot {
 struct PartitionRead {
   uint64_t version = 0;
   uint64_t step = 0;  // sync / semi_sync: the open step; else 0
+  // ReadOrPark: set when nothing was read and the pull is parked.
+  ParkedPull parked;
 };
 
 class Partition {
@@ -116,6 +119,26 @@ class Partition {
                                      absl::Time deadline,
                                      absl::FunctionRef<void()> read);
   bool PullReady(uint32_t worker, uint64_t clock) const;
+
+  // For an edge that must not block a thread on a waiting pull: like Read
+  // when the policy lets `worker` at `clock` read now; otherwise nothing is
+  // read and the pull is parked (the result's `parked` names it) with the
+  // Wake that park() makes — called, under the state lock, only when it
+  // parks. The Wake is called once, off this partition's locks: OK when a
+  // change on the apply path (a push, a step closed, a Tick, membership,
+  // SetConfig, Restore) lets it read (pull again then: the policy may have
+  // moved on), DEADLINE_EXCEEDED naming what it waited for once `deadline`
+  // passed (checked on Tick), CANCELLED (ParkedPull::Cancel), or the status
+  // of ReleaseWaiters. A deadline already past is DEADLINE_EXCEEDED at once.
+  absl::StatusOr<PartitionRead> ReadOrPark(
+      uint32_t worker, uint64_t clock, absl::Time deadline,
+      absl::FunctionRef<void()> read,
+      absl::FunctionRef<PullWaiters::Wake()> park);
+  // Wakes every parked pull with `why` (the table was dropped; the shard
+  // is shutting down).
+  void ReleaseWaiters(const absl::Status& why);
+  // Pulls parked here now.
+  size_t parked_pulls() const { return waiters_->size(); }
 
   // Membership, time and admin changes, each on the apply path.
   void SetLiveWorkers(const std::vector<uint32_t>& live, size_t ever_registered);
@@ -175,6 +198,8 @@ class Partition {
                     const absl::StatusOr<PushOutcome>& answer)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
   void DropAbandonedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
+  // Wakes the parked pulls whose deadline passed (or that may read now).
+  void ExpireParked() ABSL_LOCKS_EXCLUDED(state_mu_);
   PartitionSnapshot SnapshotLocked(
       absl::FunctionRef<TableSnapshot(Table&)> export_table) const
       ABSL_SHARED_LOCKS_REQUIRED(state_mu_);
@@ -195,6 +220,8 @@ class Partition {
   DedupWindow dedup_ ABSL_GUARDED_BY(state_mu_);
   uint64_t applied_ ABSL_GUARDED_BY(state_mu_) = 0;
   uint64_t duplicates_ ABSL_GUARDED_BY(state_mu_) = 0;
+  // Pulls parked by ReadOrPark (its own lock; taken after state_mu_).
+  const std::shared_ptr<PullWaiters> waiters_ = std::make_shared<PullWaiters>();
   StepClosedHook step_hook_ ABSL_GUARDED_BY(state_mu_);
 };
 

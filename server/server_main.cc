@@ -97,6 +97,10 @@ ABSL_FLAG(uint64_t, max_waiting_per_worker, 16,
           "step, the SSP bound) at once on this shard; more are refused.");
 ABSL_FLAG(uint64_t, max_waiting_calls, 256,
           "Most pulls that may wait for their policy at once on this shard.");
+ABSL_FLAG(double, max_wait_s, 60,
+          "Longest a pull waits for its policy (a sync step to close, the SSP "
+          "bound) when its client's deadline is later or absent; it then gets "
+          "DEADLINE_EXCEEDED. Waiting pulls hold no server thread.");
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "Directory of this shard's checkpoints (its own; created if absent). "
           "At start the newest valid one is restored; without one the shard "
@@ -173,6 +177,7 @@ constexpr taups::FlagRange kFlagRanges[] = {
     {"max_workers_per_table", 1, taups::ServerLimits::kMaxWorkers},
     {"max_waiting_per_worker", 1, taups::ServerLimits::kMaxWaitingCalls},
     {"max_waiting_calls", 1, taups::ServerLimits::kMaxWaitingCalls},
+    {"max_wait_s", 0, 86400, /*min_open=*/true},
 };
 
 // The limits the flags ask for; the caller validates them (Start does).
@@ -291,6 +296,7 @@ int main(int argc, char** argv) {
   }
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) * (1 << 20);
   options.stats_interval = absl::Seconds(absl::GetFlag(FLAGS_stats_interval_s));
+  options.max_wait = absl::Seconds(absl::GetFlag(FLAGS_max_wait_s));
   options.default_lease = absl::Seconds(absl::GetFlag(FLAGS_lease_s));
   options.limits = LimitsFromFlags();
   if (absl::Status s = options.limits.Validate(); !s.ok()) return FailFlags(s);

@@ -29,9 +29,10 @@ PushMeta PushMetaOf(const Request& request, uint32_t slices,
 // Answers a pull of `floats` values: `read(out)` fills them (and returns
 // the store's PullResult). Plain pulls are written straight into the
 // response's bytes; compressed ones into a scratch vector, then encoded.
-// On error the response holds no values.
+// On error, or when the pull was parked (the ticket returned), the
+// response holds no values.
 template <typename Response, typename Read>
-absl::Status AnswerPull(const std::string& table, CodecKind codec,
+absl::StatusOr<ParkedPull> AnswerPull(const std::string& table, CodecKind codec,
                         uint32_t bucket_size, uint64_t floats, Read read,
                         uint64_t incarnation, WireTraffic* traffic,
                         Response* response) {
@@ -46,6 +47,10 @@ absl::Status AnswerPull(const std::string& table, CodecKind codec,
     out = absl::MakeSpan(plain);
   }
   absl::StatusOr<PullResult> pulled = read(out);
+  if (pulled.ok() && pulled->parked.parked()) {
+    response->Clear();
+    return pulled->parked;
+  }
   absl::Status status = pulled.status();
   if (status.ok() && codec != CodecKind::kNone) {
     status = EncodeForPull(plain, codec, bucket_size, wire);
@@ -59,7 +64,7 @@ absl::Status AnswerPull(const std::string& table, CodecKind codec,
   response->set_version(pulled->version);
   response->set_step(pulled->step);
   response->set_server_incarnation(incarnation);
-  return absl::OkStatus();
+  return ParkedPull();
 }
 
 }  // namespace
@@ -90,6 +95,18 @@ absl::Status ShardCalls::GetTable(const v1::GetTableRequest& request,
 absl::Status ShardCalls::PullDense(const v1::PullDenseRequest& request,
                                    absl::Time deadline,
                                    v1::PullDenseResponse* response) {
+  return PullDense(request, deadline, nullptr, response).status();
+}
+
+absl::Status ShardCalls::PullSparse(const v1::PullSparseRequest& request,
+                                    absl::Time deadline,
+                                    v1::PullSparseResponse* response) {
+  return PullSparse(request, deadline, nullptr, response).status();
+}
+
+absl::StatusOr<ParkedPull> ShardCalls::PullDense(
+    const v1::PullDenseRequest& request, absl::Time deadline,
+    PullWaiters::Wake* park, v1::PullDenseResponse* response) {
   const auto codec = static_cast<CodecKind>(request.pull_codec());
   if (absl::Status ok = CheckPullCodec(codec, request.pull_bucket_size());
       !ok.ok()) {
@@ -98,7 +115,7 @@ absl::Status ShardCalls::PullDense(const v1::PullDenseRequest& request,
   absl::StatusOr<uint64_t> floats = store_->DensePullFloats(
       request.table(), request.offset(), request.count());
   if (!floats.ok()) return floats.status();
-  const PullContext ctx{request.worker_id(), request.clock(), deadline};
+  const PullContext ctx{request.worker_id(), request.clock(), deadline, park};
   return AnswerPull(
       request.table(), codec, request.pull_bucket_size(), *floats,
       [&](absl::Span<float> out) {
@@ -107,9 +124,9 @@ absl::Status ShardCalls::PullDense(const v1::PullDenseRequest& request,
       incarnation_, &traffic_, response);
 }
 
-absl::Status ShardCalls::PullSparse(const v1::PullSparseRequest& request,
-                                    absl::Time deadline,
-                                    v1::PullSparseResponse* response) {
+absl::StatusOr<ParkedPull> ShardCalls::PullSparse(
+    const v1::PullSparseRequest& request, absl::Time deadline,
+    PullWaiters::Wake* park, v1::PullSparseResponse* response) {
   const auto codec = static_cast<CodecKind>(request.pull_codec());
   if (absl::Status ok = CheckPullCodec(codec, request.pull_bucket_size());
       !ok.ok()) {
@@ -130,15 +147,15 @@ absl::Status ShardCalls::PullSparse(const v1::PullSparseRequest& request,
     row_versions = absl::MakeSpan(reinterpret_cast<uint64_t*>(row_bytes.data()),
                                   keys->size());
   }
-  const PullContext ctx{request.worker_id(), request.clock(), deadline};
-  absl::Status answered = AnswerPull(
+  const PullContext ctx{request.worker_id(), request.clock(), deadline, park};
+  absl::StatusOr<ParkedPull> answered = AnswerPull(
       request.table(), codec, request.pull_bucket_size(), *floats,
       [&](absl::Span<float> out) {
         return store_->PullSparse(request.table(), *keys, out, ctx,
                                   row_versions);
       },
       incarnation_, &traffic_, response);
-  if (answered.ok() && request.with_row_versions()) {
+  if (answered.ok() && !answered->parked() && request.with_row_versions()) {
     *response->mutable_row_versions() = std::move(row_bytes);
   }
   return answered;

@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "ps.pb.h"
 #include "server/parameter_store.h"
+#include "server/pull_waiters.h"
 #include "server/wire_traffic.h"
 
 namespace taups {
@@ -34,14 +35,27 @@ class ShardCalls {
                            v1::CreateTableResponse* response);
   absl::Status GetTable(const v1::GetTableRequest& request,
                         v1::GetTableResponse* response);
-  // A pull that waits for its policy (sync, semi-sync, ssp) waits at most
-  // until `deadline` (DEADLINE_EXCEEDED).
+  // A pull that waits for its policy (sync, semi-sync, ssp) blocks the
+  // calling thread at most until `deadline` (DEADLINE_EXCEEDED).
   absl::Status PullDense(const v1::PullDenseRequest& request,
                          absl::Time deadline, v1::PullDenseResponse* response);
   absl::Status PushDense(const v1::PushDenseRequest& request,
                          v1::PushResponse* response);
   absl::Status PullSparse(const v1::PullSparseRequest& request,
                           absl::Time deadline, v1::PullSparseResponse* response);
+  // The same pulls for an edge that must not block a thread: a pull that
+  // has to wait is parked with *park instead (ParameterStore's
+  // PullContext::park), the response is left empty and the ticket
+  // returned; *park is then called once (OK: call again to answer it; any
+  // other status is the call's). An empty ticket: answered (or refused).
+  absl::StatusOr<ParkedPull> PullDense(const v1::PullDenseRequest& request,
+                                       absl::Time deadline,
+                                       PullWaiters::Wake* park,
+                                       v1::PullDenseResponse* response);
+  absl::StatusOr<ParkedPull> PullSparse(const v1::PullSparseRequest& request,
+                                        absl::Time deadline,
+                                        PullWaiters::Wake* park,
+                                        v1::PullSparseResponse* response);
   absl::Status PushSparse(const v1::PushSparseRequest& request,
                           v1::PushResponse* response);
   absl::Status Register(const v1::RegisterRequest& request,

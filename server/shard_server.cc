@@ -55,6 +55,10 @@ absl::Status ShardServerOptions::Validate() const {
       tick_interval <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("lease and tick interval must be > 0");
   }
+  if (max_wait <= absl::ZeroDuration() || max_wait > absl::Hours(24)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_wait ", absl::FormatDuration(max_wait), " is not in (0, 24h]"));
+  }
   if (max_message_bytes < (1 << 20)) {
     return absl::InvalidArgumentError("max_message_bytes must be >= 1 MiB");
   }
@@ -227,7 +231,8 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
   if (!credentials.ok()) return credentials.status();
   if (state->auth) (*credentials)->SetAuthMetadataProcessor(state->auth->Processor());
   state->service = std::make_unique<ParameterServerService>(
-      state->store.get(), state->incarnation, state->auth.get());
+      state->store.get(), state->incarnation, state->auth.get(),
+      options.max_wait);
   State* s = state.get();
   if (options.metrics_port >= 0) {
     // Up before the restore, so probes see "not ready" while it runs.
@@ -347,6 +352,9 @@ void ShardServer::Wait() { state_->shut_down.WaitForNotification(); }
 void ShardServer::Shutdown(absl::Duration grace) {
   std::call_once(state_->shutdown_once, [this, grace] {
     SetServingHealth(*state_->server, false);
+    // Parked pulls would otherwise hold the shutdown until `grace`.
+    state_->store->CloseWaits(absl::UnavailableError(absl::StrCat(
+        "shard ", state_->options.shard_index, " shutting down")));
     state_->server->Shutdown(
         std::chrono::system_clock::now() +
         std::chrono::milliseconds(absl::ToInt64Milliseconds(grace)));

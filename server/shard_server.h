@@ -39,6 +39,10 @@ struct ShardServerOptions {
   bool allow_insecure_remote = false;
   // Largest request/response accepted or sent, in bytes.
   int max_message_bytes = 256 << 20;
+  // Longest a pull waits for its policy (a sync step, an SSP bound) when
+  // its client's deadline is later or absent: then DEADLINE_EXCEEDED
+  // (ps_server --max_wait_s). In (0, 1 day].
+  absl::Duration max_wait = absl::Seconds(60);
   // One stats line per table every interval; zero disables.
   absl::Duration stats_interval = absl::Seconds(10);
   // Lease granted to a worker that does not ask for one.
@@ -85,7 +89,8 @@ class ShardServer {
   absl::Status Checkpoint();
   // Blocks until Shutdown() has completed.
   void Wait();
-  // Stops accepting calls, lets in-flight calls finish (up to `grace`), then
+  // Answers every parked pull UNAVAILABLE ("shard shutting down"), stops
+  // accepting calls, lets in-flight calls finish (up to `grace`), then
   // returns. Idempotent.
   void Shutdown(absl::Duration grace = absl::Seconds(5));
 

@@ -1,6 +1,6 @@
-// Fuzz target: requests as a hostile client sends them, through the shard's
-// own gRPC handlers (server/grpc_service.cc: wire conversion, ParameterStore,
-// partitions), with no sockets.
+// Fuzz target: requests as a hostile client sends them, through ShardCalls
+// (server/shard_calls.h: the wire conversion every gRPC handler of the shard
+// calls, then ParameterStore and partitions), with no sockets.
 //
 // Each input is a run of requests (request_records.h) against a fresh shard
 // (shard 0 of 2) that holds a dense Adagrad table "dense" and a sparse
@@ -15,7 +15,6 @@
 // sent: it would block until a deadline this in-process call does not have.
 // PullReady, the store's own test, tells which.
 #include <google/protobuf/stubs/logging.h>
-#include <grpcpp/grpcpp.h>
 
 #include <cmath>
 #include <cstdint>
@@ -24,9 +23,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/grpc_service.h"
 #include "server/limits.h"
 #include "server/parameter_store.h"
+#include "server/shard_calls.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/request_records.h"
 
@@ -59,24 +58,23 @@ void IgnoreProtobufLog(google::protobuf::LogLevel, const char*, int,
 const bool kProtobufQuiet =
     (google::protobuf::SetLogHandler(&IgnoreProtobufLog), true);
 
-void CheckCode(const grpc::Status& status, const char* method) {
-  const bool imprecise = status.error_code() == grpc::StatusCode::UNKNOWN ||
-                         status.error_code() == grpc::StatusCode::INTERNAL;
+void CheckCode(const absl::Status& status, const char* method) {
+  const bool imprecise = absl::IsUnknown(status) || absl::IsInternal(status);
   if (imprecise) {
     std::fprintf(stderr, "%s answered code %d: %s\n", method,
-                 static_cast<int>(status.error_code()),
-                 status.error_message().c_str());
+                 static_cast<int>(status.code()),
+                 std::string(status.message()).c_str());
   }
   TAUPS_FUZZ_CHECK(!imprecise, method);
 }
 
-// One fresh shard: the store, its service, and the two tables.
+// One fresh shard: the store, its calls, and the two tables.
 class Shard {
  public:
   Shard()
       : store_(/*shard_index=*/0, /*num_shards=*/2, RealClock::Get(),
                absl::Seconds(10), SmallLimits()),
-        service_(&store_, /*incarnation=*/1) {
+        calls_(&store_, /*incarnation=*/1) {
     v1::CreateTableRequest dense;
     dense.mutable_config()->set_name("dense");
     dense.mutable_config()->set_kind(v1::TABLE_KIND_DENSE);
@@ -89,10 +87,9 @@ class Shard {
     sparse.mutable_config()->set_sparse_max_rows(256);  // evictions are reached
     sparse.mutable_config()->mutable_optimizer()->set_kind(v1::OPTIMIZER_MOMENTUM);
     for (const auto* request : {&dense, &sparse}) {
-      grpc::ServerContext context;
       v1::CreateTableResponse response;
-      grpc::Status created = service_.CreateTable(&context, request, &response);
-      TAUPS_FUZZ_CHECK(created.ok(), created.error_message().c_str());
+      absl::Status created = calls_.CreateTable(*request, &response);
+      TAUPS_FUZZ_CHECK(created.ok(), std::string(created.message()).c_str());
     }
   }
 
@@ -100,47 +97,47 @@ class Shard {
     switch (record.method) {
       case RequestMethod::kCreateTable:
         Call<v1::CreateTableRequest, v1::CreateTableResponse>(
-            record, &ParameterServerService::CreateTable, "CreateTable");
+            record, &ShardCalls::CreateTable, "CreateTable");
         break;
       case RequestMethod::kGetTable:
         Call<v1::GetTableRequest, v1::GetTableResponse>(
-            record, &ParameterServerService::GetTable, "GetTable");
+            record, &ShardCalls::GetTable, "GetTable");
         break;
       case RequestMethod::kPullDense:
         Call<v1::PullDenseRequest, v1::PullDenseResponse>(
-            record, &ParameterServerService::PullDense, "PullDense");
+            record, &ShardCalls::PullDense, "PullDense");
         break;
       case RequestMethod::kPushDense:
         Call<v1::PushDenseRequest, v1::PushResponse>(
-            record, &ParameterServerService::PushDense, "PushDense");
+            record, &ShardCalls::PushDense, "PushDense");
         break;
       case RequestMethod::kPullSparse:
         Call<v1::PullSparseRequest, v1::PullSparseResponse>(
-            record, &ParameterServerService::PullSparse, "PullSparse");
+            record, &ShardCalls::PullSparse, "PullSparse");
         break;
       case RequestMethod::kPushSparse:
         Call<v1::PushSparseRequest, v1::PushResponse>(
-            record, &ParameterServerService::PushSparse, "PushSparse");
+            record, &ShardCalls::PushSparse, "PushSparse");
         break;
       case RequestMethod::kRegister:
         Call<v1::RegisterRequest, v1::RegisterResponse>(
-            record, &ParameterServerService::Register, "Register");
+            record, &ShardCalls::Register, "Register");
         break;
       case RequestMethod::kHeartbeat:
         Call<v1::HeartbeatRequest, v1::HeartbeatResponse>(
-            record, &ParameterServerService::Heartbeat, "Heartbeat");
+            record, &ShardCalls::Heartbeat, "Heartbeat");
         break;
       case RequestMethod::kLeave:
         Call<v1::LeaveRequest, v1::LeaveResponse>(
-            record, &ParameterServerService::Leave, "Leave");
+            record, &ShardCalls::Leave, "Leave");
         break;
       case RequestMethod::kSetConsistency:
         Call<v1::SetConsistencyRequest, v1::SetConsistencyResponse>(
-            record, &ParameterServerService::SetConsistency, "SetConsistency");
+            record, &ShardCalls::SetConsistency, "SetConsistency");
         break;
       case RequestMethod::kStats:
         Call<v1::StatsRequest, v1::StatsResponse>(
-            record, &ParameterServerService::Stats, "Stats");
+            record, &ShardCalls::Stats, "Stats");
         break;
     }
   }
@@ -163,21 +160,36 @@ class Shard {
 
  private:
   template <typename Request, typename Response>
-  using Handler = grpc::Status (ParameterServerService::*)(
-      grpc::ServerContext*, const Request*, Response*);
+  using Handler = absl::Status (ShardCalls::*)(const Request&, Response*);
+  // Pulls: sent only when they would not wait, with no time to wait.
+  template <typename Request, typename Response>
+  using PullHandler = absl::Status (ShardCalls::*)(const Request&, absl::Time,
+                                                   Response*);
 
   template <typename Request, typename Response>
   void Call(const RequestRecord& record, Handler<Request, Response> handler,
             const char* name) {
     Request request;
-    if (!request.ParseFromArray(record.message.data(),
-                                static_cast<int>(record.message.size()))) {
-      return;  // gRPC refuses a message that does not parse
-    }
-    if (!Prepare(request)) return;
-    grpc::ServerContext context;
+    if (!Parse(record, &request)) return;
     Response response;
-    CheckCode((service_.*handler)(&context, &request, &response), name);
+    CheckCode((calls_.*handler)(request, &response), name);
+  }
+  template <typename Request, typename Response>
+  void Call(const RequestRecord& record, PullHandler<Request, Response> handler,
+            const char* name) {
+    Request request;
+    if (!Parse(record, &request)) return;
+    Response response;
+    CheckCode((calls_.*handler)(request, absl::InfinitePast(), &response), name);
+  }
+
+  // True: the record parsed (gRPC refuses a message that does not) and is
+  // to be sent.
+  template <typename Request>
+  bool Parse(const RequestRecord& record, Request* request) {
+    return request->ParseFromArray(record.message.data(),
+                                   static_cast<int>(record.message.size())) &&
+           Prepare(*request);
   }
 
   // Pulls that would wait are skipped; the keys of sparse requests are
@@ -229,7 +241,7 @@ class Shard {
   }
 
   ParameterStore store_;
-  ParameterServerService service_;
+  ShardCalls calls_;
   std::vector<uint64_t> sparse_keys_;
 };
 

@@ -1,0 +1,301 @@
+// Pulls that must wait for their policy, against a real ps_server process
+// and stock gRPC stubs: 1,000 sync pulls with no deadline are parked
+// without a server thread each (the process's thread count is measured),
+// other callers are answered meanwhile, and the pulls are released by the
+// step closing, by their callers cancelling (the shard's waiting-pull
+// gauge goes back to 0), by --max_wait_s, and by SIGTERM (the process
+// exits within 5 s).
+#include <catch2/catch.hpp>
+
+#include <grpcpp/grpcpp.h>
+
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "httplib.h"
+#include "ps.grpc.pb.h"
+#include "tests/process_harness.h"
+
+namespace taups::testing {
+namespace {
+
+constexpr int kPulls = 1000;
+constexpr uint64_t kSize = 64;
+constexpr float kLearningRate = 0.5f;
+
+// "Threads:" of /proc/<pid>/status.
+int ThreadsOf(pid_t pid) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (absl::StartsWith(line, "Threads:")) return std::stoi(line.substr(8));
+  }
+  FAIL("no Threads line for pid " << pid);
+  return 0;
+}
+
+int ReadPort(const std::string& path) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (absl::Now() < deadline) {
+    std::ifstream in(path);
+    int port = 0;
+    if (in >> port && port > 0) return port;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  FAIL("no port in " << path);
+  return 0;
+}
+
+// One ps_server with room for many waiting pulls, its metrics endpoint and
+// a stock stub. The table "w" is sync over two workers (0 and 1, both
+// registered): until both push for step 0, a pull at clock 1 waits.
+struct Server {
+  explicit Server(std::vector<std::string> flags = {}) {
+    flags.insert(flags.end(),
+                 {"--max_waiting_calls=20000", "--max_waiting_per_worker=20000",
+                  "--lease_s=60",
+                  "--metrics_port=0", "--stats_interval_s=0",
+                  "--metrics_port_file=" + dir.path() + "/metrics.port"});
+    shards = StartShards(dir.path(), 1, flags);
+    metrics_port = ReadPort(dir.path() + "/metrics.port");
+    stub = v1::ParameterServer::NewStub(grpc::CreateChannel(
+        shards[0].address(), grpc::InsecureChannelCredentials()));
+    v1::CreateTableRequest create;
+    v1::TableConfig* config = create.mutable_config();
+    config->set_name("w");
+    config->set_kind(v1::TABLE_KIND_DENSE);
+    config->set_dense_size(kSize);
+    config->mutable_optimizer()->set_learning_rate(kLearningRate);
+    config->mutable_consistency()->set_kind(v1::CONSISTENCY_SYNC);
+    config->mutable_consistency()->set_num_workers(2);
+    v1::CreateTableResponse created;
+    grpc::ClientContext context;
+    REQUIRE(stub->CreateTable(&context, create, &created).ok());
+    for (uint32_t worker : {0u, 1u}) {
+      const grpc::Status registered = Register(worker);
+      INFO(registered.error_message());
+      REQUIRE(registered.ok());
+    }
+  }
+
+  pid_t pid() const { return shards[0].process->pid(); }
+
+  grpc::Status Register(uint32_t worker) {
+    v1::RegisterRequest request;
+    request.set_worker_id(worker);
+    request.set_worker_incarnation(1);
+    v1::RegisterResponse response;  // the shard's lease, --lease_s
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    return stub->Register(&context, request, &response);
+  }
+
+  grpc::Status Push(uint32_t worker) {
+    v1::PushDenseRequest request;
+    request.set_table("w");
+    const std::vector<float> ones(kSize, 1.0f);
+    request.set_gradient(ones.data(), ones.size() * sizeof(float));
+    request.mutable_origin()->set_worker_id(worker);
+    request.mutable_origin()->set_worker_incarnation(1);
+    request.mutable_origin()->set_seq(1);
+    request.set_clock(0);
+    v1::PushResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    return stub->PushDense(&context, request, &response);
+  }
+
+  // taups_waiting_pulls from /metrics.
+  double Waiting() {
+    httplib::Client http("127.0.0.1", metrics_port);
+    auto res = http.Get("/metrics");
+    REQUIRE(res);
+    const std::string& text = res->body;
+    const std::string name = "\ntaups_waiting_pulls ";
+    const size_t at = text.find(name);
+    REQUIRE(at != std::string::npos);
+    const size_t begin = at + name.size();
+    double value = -1;
+    REQUIRE(absl::SimpleAtod(text.substr(begin, text.find('\n', begin) - begin), &value));
+    return value;
+  }
+
+  // Polls the gauge until it reads `want` (true) or `timeout` passes.
+  bool WaitingReaches(double want, absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (absl::Now() < deadline) {
+      if (Waiting() == want) return true;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return Waiting() == want;
+  }
+
+  TempDir dir;
+  std::vector<Shard> shards;
+  int metrics_port = 0;
+  std::unique_ptr<v1::ParameterServer::Stub> stub;
+};
+
+// `n` pulls of "w" by worker 0 at clock 1 with no deadline, sent through the
+// client's callback API (no client thread per call).
+class PullFlood {
+ public:
+  PullFlood(v1::ParameterServer::Stub* stub, int n) : calls_(n) {
+    for (auto& call : calls_) {
+      call = std::make_unique<Call>();
+      call->request.set_table("w");
+      call->request.set_count(kSize);
+      call->request.set_worker_id(0);
+      call->request.set_clock(1);
+      Call* c = call.get();
+      stub->async()->PullDense(&c->context, &c->request, &c->response,
+                               [this, c](grpc::Status status) {
+                                 absl::MutexLock lock(&mu_);
+                                 c->status = std::move(status);
+                                 ++done_;
+                               });
+    }
+  }
+  ~PullFlood() {
+    CancelAll();
+    AllDone(absl::Seconds(30));
+  }
+
+  void CancelAll() {
+    for (auto& call : calls_) call->context.TryCancel();
+  }
+  bool AllDone(absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    auto all = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return done_ == static_cast<int>(calls_.size());
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&all), timeout);
+  }
+  int Done() {
+    absl::MutexLock lock(&mu_);
+    return done_;
+  }
+  int Count(grpc::StatusCode code) {
+    absl::MutexLock lock(&mu_);
+    int n = 0;
+    for (auto& call : calls_) n += call->status.error_code() == code ? 1 : 0;
+    return n;
+  }
+  // Every answer's step and first value (they must all agree).
+  bool AllAnswered(uint64_t step, float value) {
+    absl::MutexLock lock(&mu_);
+    for (auto& call : calls_) {
+      const std::string& bytes = call->response.values();
+      if (!call->status.ok() || call->response.step() != step ||
+          bytes.size() != kSize * sizeof(float)) {
+        return false;
+      }
+      float first = 0;
+      std::memcpy(&first, bytes.data(), sizeof(float));
+      if (first != value) return false;
+    }
+    return true;
+  }
+
+ private:
+  struct Call {
+    grpc::ClientContext context;
+    v1::PullDenseRequest request;
+    v1::PullDenseResponse response;
+    grpc::Status status;
+  };
+  std::vector<std::unique_ptr<Call>> calls_;
+  absl::Mutex mu_;
+  int done_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+TEST_CASE("1,000 waiting sync pulls hold no server thread each; cancelling frees them") {
+  Server server;
+  const int threads_before = ThreadsOf(server.pid());
+  PullFlood flood(server.stub.get(), kPulls);
+  REQUIRE(server.WaitingReaches(kPulls, absl::Seconds(20)));
+  const int threads_parked = ThreadsOf(server.pid());
+  INFO("server threads: " << threads_before << " before, " << threads_parked
+                          << " with " << kPulls << " pulls waiting");
+  // A thread per waiting call would add 1,000.
+  CHECK(threads_parked <= threads_before + 16);
+
+  // Other callers are answered at once.
+  const absl::Time start = absl::Now();
+  v1::StatsRequest stats_request;
+  v1::StatsResponse stats;
+  grpc::ClientContext stats_context;
+  stats_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  CHECK(server.stub->Stats(&stats_context, stats_request, &stats).ok());
+  CHECK(server.Register(7).ok());
+  CHECK(server.Push(0).ok());  // worker 1 has not pushed: the step stays open
+  CHECK(absl::Now() - start < absl::Seconds(1));
+  CHECK(flood.Done() == 0);
+  CHECK(server.Waiting() == kPulls);
+
+  flood.CancelAll();
+  REQUIRE(flood.AllDone(absl::Seconds(10)));
+  CHECK(flood.Count(grpc::StatusCode::CANCELLED) == kPulls);
+  CHECK(server.WaitingReaches(0, absl::Seconds(5)));
+}
+
+TEST_CASE("closing the step answers every parked pull with the step's values") {
+  Server server;
+  PullFlood flood(server.stub.get(), kPulls);
+  REQUIRE(server.WaitingReaches(kPulls, absl::Seconds(20)));
+  REQUIRE(server.Push(0).ok());
+  REQUIRE(server.Push(1).ok());  // the second push closes step 0
+  REQUIRE(flood.AllDone(absl::Seconds(10)));
+  // The step's mean gradient is 1: sgd moves every value from 0 by -lr.
+  CHECK(flood.AllAnswered(/*step=*/1, -kLearningRate));
+  CHECK(server.WaitingReaches(0, absl::Seconds(5)));
+}
+
+TEST_CASE("--max_wait_s ends a pull that has no deadline of its own") {
+  Server server({"--max_wait_s=0.5"});
+  v1::PullDenseRequest request;
+  request.set_table("w");
+  request.set_count(kSize);
+  request.set_worker_id(0);
+  request.set_clock(1);
+  v1::PullDenseResponse response;
+  grpc::ClientContext context;
+  const absl::Time start = absl::Now();
+  const grpc::Status status = server.stub->PullDense(&context, request, &response);
+  const absl::Duration waited = absl::Now() - start;
+  CHECK(status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+  CHECK(absl::StrContains(status.error_message(), "--max_wait_s"));
+  CHECK(absl::StrContains(status.error_message(), "step 0"));
+  CHECK(waited >= absl::Milliseconds(490));
+  CHECK(waited < absl::Seconds(2));
+  CHECK(server.WaitingReaches(0, absl::Seconds(2)));
+}
+
+TEST_CASE("SIGTERM with 1,000 parked pulls exits within 5 s") {
+  Server server;
+  PullFlood flood(server.stub.get(), kPulls);
+  REQUIRE(server.WaitingReaches(kPulls, absl::Seconds(20)));
+  const absl::Time start = absl::Now();
+  REQUIRE(kill(server.pid(), SIGTERM) == 0);
+  const std::optional<int> exit_code =
+      server.shards[0].process->Wait(absl::Seconds(10));
+  const absl::Duration took = absl::Now() - start;
+  INFO("exited after " << absl::FormatDuration(took));
+  REQUIRE(exit_code.has_value());
+  CHECK(*exit_code == 0);
+  CHECK(took < absl::Seconds(5));
+  REQUIRE(flood.AllDone(absl::Seconds(5)));
+  CHECK(flood.Count(grpc::StatusCode::UNAVAILABLE) == kPulls);
+}
+
+}  // namespace
+}  // namespace taups::testing
