@@ -28,8 +28,9 @@ absl::StatusOr<T> Wait(std::future<absl::StatusOr<T>> future) {
   return future.get();
 }
 
-RetryPolicy PolicyFrom(const ClientOptions& options) {
+RetryPolicy PolicyFrom(const ClientOptions& options, RetryCounter* retries) {
   RetryPolicy policy;
+  policy.retries = retries;
   policy.max_attempts = options.max_attempts;
   policy.budget = options.retry_budget;
   policy.call_timeout = options.call_timeout;
@@ -51,13 +52,14 @@ ClientOptions WithIncarnation(ClientOptions options) {
 ClientCore::ClientCore(const ClientOptions& options,
                        std::vector<std::unique_ptr<ShardTransport>> shards)
     : options_(WithIncarnation(options)),
-      policy_(PolicyFrom(options)),
+      policy_(PolicyFrom(options, &retries_)),
       shards_(std::move(shards)),
       incarnations_(new std::atomic<uint64_t>[shards_.size()]),
+      restarts_(new std::atomic<uint64_t>[shards_.size()]),
       leases_(new ShardLease[shards_.size()]),
       ownership_(std::make_shared<const OwnershipMap>(
           OwnershipMap::Initial(static_cast<uint32_t>(shards_.size())))) {
-  for (size_t s = 0; s < shards_.size(); ++s) incarnations_[s] = 0;
+  for (size_t s = 0; s < shards_.size(); ++s) incarnations_[s] = restarts_[s] = 0;
 }
 
 absl::StatusOr<std::unique_ptr<ClientCore>> ClientCore::Open(
@@ -91,6 +93,7 @@ ClientCore::~ClientCore() {
 bool ClientCore::NoteIncarnation(uint32_t shard, uint64_t incarnation) {
   const uint64_t before = incarnations_[shard].exchange(incarnation);
   if (before != 0 && before != incarnation) {
+    restarts_[shard].fetch_add(1);
     spdlog::warn(
         "shard {} restarted (incarnation {:016x} -> {:016x}); pull before the "
         "next push",
@@ -98,6 +101,21 @@ bool ClientCore::NoteIncarnation(uint32_t shard, uint64_t incarnation) {
     return true;
   }
   return false;
+}
+
+ClientEvents ClientCore::Events() const {
+  ClientEvents events;
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    events.shard_restarts.push_back(restarts_[s].load());
+  }
+  events.retries = retries_.Counts();
+  return events;
+}
+
+std::optional<ClientEvents> EventsOf(const Client& client) {
+  const auto* core = dynamic_cast<const ClientCore*>(&client);
+  if (core == nullptr) return std::nullopt;
+  return core->Events();
 }
 
 v1::PushOrigin ClientCore::NextOrigin() {

@@ -118,6 +118,10 @@ class ClientCore final : public Client {
   // at the same epoch. Dense slice plans are made again from it.
   absl::Status AdoptOwnership(const OwnershipMap& map) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The shard restarts this client saw and the attempts it made again, so
+  // far (client_events.h). Read-only.
+  ClientEvents Events() const;
+
   // Tests: while paused, the heartbeat thread sends nothing (as if the
   // process were stopped), so the shards let the lease run out.
   void PauseHeartbeatsForTest(bool paused) { heartbeats_paused_ = paused; }
@@ -240,10 +244,12 @@ class ClientCore final : public Client {
   }
 
   const ClientOptions options_;
+  RetryCounter retries_;  // before policy_, which points at it
   const RetryPolicy policy_;
   // Declared before runner_: outlive the retries it may still run.
   std::vector<std::unique_ptr<ShardTransport>> shards_;
   std::unique_ptr<std::atomic<uint64_t>[]> incarnations_;  // per shard; 0 = unseen
+  std::unique_ptr<std::atomic<uint64_t>[]> restarts_;  // per shard: changes seen
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> clock_{0};
   mutable absl::Mutex clock_mu_;  // a leaf lock

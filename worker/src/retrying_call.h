@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "worker/src/client_events.h"
 #include "worker/src/delayed_runner.h"
 #include "worker/src/shard_transport.h"
 
@@ -28,6 +29,8 @@ struct RetryPolicy {
   absl::Duration call_timeout = absl::Seconds(30);
   absl::Duration initial_backoff = absl::Milliseconds(20);
   absl::Duration max_backoff = absl::Seconds(2);
+  // When set, counts every attempt made again (must outlive the calls).
+  RetryCounter* retries = nullptr;
 
   // Delay before attempt number `attempt` (1-based; attempt 0 has none):
   // initial * 2^(attempt-1), capped, with up to 25% jitter from `salt`.
@@ -90,6 +93,9 @@ class RetryingCall
         (kResendOnDeadline<Request> && absl::IsDeadlineExceeded(status));
     if (transient && (attempts_ < policy_.max_attempts ||
                       absl::Now() - first_attempt_ < policy_.budget)) {
+      if (policy_.retries != nullptr) {
+        policy_.retries->Count(RpcOf<Request>::kRpc, status.code());
+      }
       auto self = this->shared_from_this();
       runner_->RunAfter(
           policy_.Backoff(attempts_, reinterpret_cast<uintptr_t>(this)),

@@ -1,0 +1,87 @@
+// What a client rode through since it opened, for a worker's summary and
+// its metrics: the shard restarts it saw (a shard answering with a new
+// incarnation) and the attempts it made again after a transient failure.
+//
+// A shard does not tell the client how many updates its restart lost (it
+// logs that itself); what a client can know is that the shard restarted and
+// how often it had to retry meanwhile.
+//
+// RetryCounter is thread-safe (one mutex; a retry is rare next to a call).
+// ClientEvents is a plain value.
+#ifndef TAUPS_WORKER_SRC_CLIENT_EVENTS_H_
+#define TAUPS_WORKER_SRC_CLIENT_EVENTS_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/synchronization/mutex.h"
+#include "common/rpc.h"
+
+namespace taups {
+
+class Client;
+
+// Attempts of one RPC sent again after failing with one status code
+// (UNAVAILABLE: the shard could not be reached; DEADLINE_EXCEEDED: a push
+// resent after its deadline passed).
+struct RetryCount {
+  Rpc rpc = Rpc::kPullDense;
+  absl::StatusCode code = absl::StatusCode::kUnavailable;
+  uint64_t retries = 0;
+};
+
+// "unavailable", "deadline_exceeded": a retry's reason as a metric label.
+inline std::string RetryReasonName(absl::StatusCode code) {
+  return absl::AsciiStrToLower(absl::StatusCodeToString(code));
+}
+
+struct ClientEvents {
+  // Indexed by shard: how many times its incarnation changed.
+  std::vector<uint64_t> shard_restarts;
+  // One entry per (rpc, code) retried at least once, in (rpc, code) order.
+  std::vector<RetryCount> retries;
+
+  uint64_t total_restarts() const {
+    uint64_t total = 0;
+    for (uint64_t n : shard_restarts) total += n;
+    return total;
+  }
+  uint64_t total_retries() const {
+    uint64_t total = 0;
+    for (const RetryCount& r : retries) total += r.retries;
+    return total;
+  }
+};
+
+// Counts the retries of every call whose RetryPolicy points at it.
+class RetryCounter {
+ public:
+  void Count(Rpc rpc, absl::StatusCode code) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    ++counts_[{rpc, code}];
+  }
+  std::vector<RetryCount> Counts() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    std::vector<RetryCount> out;
+    for (const auto& [key, n] : counts_) out.push_back({key.first, key.second, n});
+    return out;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::map<std::pair<Rpc, absl::StatusCode>, uint64_t> counts_ ABSL_GUARDED_BY(mu_);
+};
+
+// The events of `client` when it is this library's own client (made by
+// Client::Connect, or a ClientCore); nullopt for any other implementation.
+std::optional<ClientEvents> EventsOf(const Client& client);
+
+}  // namespace taups
+
+#endif  // TAUPS_WORKER_SRC_CLIENT_EVENTS_H_
