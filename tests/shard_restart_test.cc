@@ -2,12 +2,15 @@
 // comes back from its last checkpoint (not re-initialised), stopped with
 // SIGTERM it keeps every acknowledged push, and without a checkpoint it
 // refuses to start unless told this is a first start. Its /metrics passes
-// promtool and reports the checkpoints.
+// promtool and reports the checkpoints. Workers ride through a shard's
+// kill -9 and restart, and their summaries and /metrics count it.
 #include <catch2/catch.hpp>
 
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,8 @@
 #include "httplib.h"
 #include "taups/client.h"
 #include "tests/process_harness.h"
+#include "tests/prometheus_text.h"
+#include "tests/test_skip.h"
 
 namespace taups {
 namespace {
@@ -193,38 +198,137 @@ Shard StartShard(const std::string& dir, int index, int count, int port,
   return shard;
 }
 
+// Two shards in `run`, each checkpointing every `every_versions` versions
+// into its own directory under `state`, started empty.
+std::vector<Shard> StartCheckpointedPair(const TempDir& run, const TempDir& state,
+                                         int every_versions) {
+  std::vector<Shard> shards;
+  for (int s = 0; s < 2; ++s) {
+    shards.push_back(StartShard(
+        run.path(), s, 2, 0, absl::StrCat(state.path(), "/shard", s),
+        {"--start_empty", absl::StrCat("--checkpoint_every_versions=", every_versions)}));
+  }
+  return shards;
+}
+
+// Kills shard `index` with -9 and, `down` later, starts it again on its port
+// from its checkpoint directory (as systemd would), logging into `dir`.
+void KillAndRestart(std::vector<Shard>& shards, int index, const TempDir& dir,
+                    const TempDir& state, absl::Duration down) {
+  const int port = shards[index].port;
+  REQUIRE(kill(shards[index].process->pid(), SIGKILL) == 0);
+  shards[index].process->Wait(absl::Seconds(5));
+  absl::SleepFor(down);
+  shards[index] = StartShard(dir.path(), index, 2, port,
+                             absl::StrCat(state.path(), "/shard", index));
+}
+
 // The scenario on real processes: kill -9 one of two shards in the
 // middle of training, let it come back (as systemd would restart it): the
 // workers ride through and finish, and the shard is back at its checkpoint.
 TEST_CASE("workers ride through a shard killed and restarted mid-training") {
   TempDir state, run, restart_run;
-  std::vector<Shard> shards;
-  for (int s = 0; s < 2; ++s) {
-    shards.push_back(StartShard(run.path(), s, 2, 0,
-                                absl::StrCat(state.path(), "/shard", s),
-                                {"--start_empty", "--checkpoint_every_versions=50"}));
-  }
+  std::vector<Shard> shards = StartCheckpointedPair(run, state, 50);
   auto workers = testing::StartWorkers(
       run, shards, 2,
       {"--model=ctr", "--steps=400", "--eval_every=0", "--eval_examples=2000",
        "--log_every=0", "--retry_budget_s=60"});
   // Let the workers train and shard 1 checkpoint, then kill it.
   absl::SleepFor(absl::Seconds(6));
-  const int port = shards[1].port;
-  REQUIRE(kill(shards[1].process->pid(), SIGKILL) == 0);
-  shards[1].process->Wait(absl::Seconds(5));
-  absl::SleepFor(absl::Seconds(1));
-  shards[1] = StartShard(restart_run.path(), 1, 2, port,
-                         absl::StrCat(state.path(), "/shard1"));
+  KillAndRestart(shards, 1, restart_run, state, absl::Seconds(1));
   const std::vector<testing::WorkerRun> runs =
       testing::WaitForWorkers(workers, absl::Minutes(4));
   for (const testing::WorkerRun& r : runs) {
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
+    // Each worker's summary names the one restart it rode through, of shard
+    // 1, and the calls it retried while shard 1 was down.
+    INFO(r.json);
+    CHECK(testing::JsonNumber(r.json, "shard_restarts") == 1.0);
+    CHECK(r.json.find("\"shard_restarts_by_shard\":[0,1]") != std::string::npos);
+    CHECK(testing::JsonNumber(r.json, "rpc_retries") >= 1.0);
   }
   const std::string log = shards[1].process->Output();
   INFO(log);
   REQUIRE(log.find("restored table 'ctr_embeddings' at version") != std::string::npos);
+  for (int s = 0; s < 2; ++s) REQUIRE(shards[s].process->Stop() == std::optional<int>(0));
+}
+
+// Waits up to 20 s for a complete checkpoint (a ckpt-<seq> directory) in
+// `dir`.
+void WaitForCheckpoint(const std::string& dir) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (absl::Now() < deadline) {
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("ckpt-", 0) == 0 && name.find('.') == std::string::npos) return;
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  FAIL("no checkpoint in " << dir);
+}
+
+// One scrape of a worker's /metrics, checked by promtool; its samples.
+std::map<std::string, double> ScrapeWorker(httplib::Client& http) {
+  auto res = http.Get("/metrics");
+  REQUIRE(res);
+  REQUIRE(res->status == 200);
+  auto [code, problems] = testing::PromtoolCheckMetrics(res->body);
+  INFO(res->body << problems);
+  REQUIRE(code == 0);
+  REQUIRE(problems.empty());
+  return testing::PrometheusSamples(res->body);
+}
+
+double SumOf(const std::map<std::string, double>& samples, const std::string& name) {
+  double sum = 0;
+  for (const auto& [series, value] : samples) {
+    if (series.rfind(name + "{", 0) == 0) sum += value;
+  }
+  return sum;
+}
+
+// ps_worker --metrics_port while shard 1 of 2 is killed with -9 and comes
+// back from its checkpoint: the restart is counted for shard 1 only, and the
+// retries of the calls that found it down show up by method and reason.
+TEST_CASE("a worker's /metrics counts the shard restart it rode through and its retries",
+          "[promtool]") {
+  if (!testing::HavePromtool()) {
+    TAUPS_SKIP("promtool not installed (Debian package prometheus)");
+  }
+  TempDir state, run, restart_run;
+  std::vector<Shard> shards = StartCheckpointedPair(run, state, 20);
+  const std::string port_file = run.path() + "/worker.metrics_port";
+  auto workers = testing::StartWorkers(
+      run, shards, 1,
+      {"--model=ctr", "--steps=1000000", "--log_every=0", "--ctr_examples=4096",
+       "--eval_examples=256", "--batch_size=32", "--retry_budget_s=60",
+       "--metrics_port=0", "--metrics_port_file=" + port_file});
+  Process& worker = *workers[0];
+  httplib::Client http("127.0.0.1", ReadPort(port_file));
+  WaitForCheckpoint(absl::StrCat(state.path(), "/shard1"));
+  const std::map<std::string, double> before = ScrapeWorker(http);
+  REQUIRE(before.at("taups_worker_shard_restarts_total{shard=\"0\"}") == 0);
+  REQUIRE(before.at("taups_worker_shard_restarts_total{shard=\"1\"}") == 0);
+  REQUIRE(before.count(
+              "taups_worker_rpc_retries_total{method=\"PushSparse\",reason=\"unavailable\"}") == 1);
+  REQUIRE(SumOf(before, "taups_worker_rpc_retries_total") == 0);
+
+  // Down long enough that the worker's calls find it gone and retry.
+  KillAndRestart(shards, 1, restart_run, state, absl::Milliseconds(500));
+  std::map<std::string, double> after;
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  do {
+    after = ScrapeWorker(http);
+  } while (after.at("taups_worker_shard_restarts_total{shard=\"1\"}") < 1 &&
+           absl::Now() < deadline);
+  INFO(worker.Output());
+  REQUIRE(worker.Wait(absl::ZeroDuration()) == std::nullopt);  // still training
+  CHECK(after.at("taups_worker_shard_restarts_total{shard=\"1\"}") == 1);
+  CHECK(after.at("taups_worker_shard_restarts_total{shard=\"0\"}") == 0);
+  CHECK(SumOf(after, "taups_worker_rpc_retries_total") >= 1);
+  worker.Stop();
   for (int s = 0; s < 2; ++s) REQUIRE(shards[s].process->Stop() == std::optional<int>(0));
 }
 

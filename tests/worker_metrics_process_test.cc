@@ -107,7 +107,12 @@ TEST_CASE("a training ps_worker's /metrics passes promtool and moves",
   // 32 examples per step.
   REQUIRE(second.at("taups_worker_examples_total") ==
           32 * second.at("taups_worker_steps_total"));
-  REQUIRE(second.at("taups_worker_shard_restarts_total") == 0);
+  // Nothing restarted and no call had to be sent again (the restart case is
+  // in shard_restart_test).
+  REQUIRE(second.at("taups_worker_shard_restarts_total{shard=\"0\"}") == 0);
+  REQUIRE(second.at("taups_worker_shard_restarts_total{shard=\"1\"}") == 0);
+  REQUIRE(second.at("taups_worker_rpc_retries_total{method=\"PullSparse\","
+                    "reason=\"unavailable\"}") == 0);
   worker.Stop();
 }
 

@@ -160,6 +160,7 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
   TrainingProgress progress("ctr", options.worker_id, options.steps,
                             options.log_every, progress_start);
   progress.AttachMetrics(options.metrics, {dense_config.name, sparse_config.name});
+  progress.AttachClient(&client);
   TrainingSummary summary;
   absl::Duration eval_time;
   CtrEvaluation last_eval;
@@ -294,6 +295,7 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
   summary.constant_logloss = last_eval.constant_logloss;
   summary.epochs = static_cast<double>(examples_done) / sampler.shard_size();
   if (row_tau.has_value()) summary.row_tau = row_tau->Summary();
+  summary.client_events = EventsOf(client);
   for (const TableConfig* table : {&dense_config, &sparse_config}) {
     ASSIGN_OR_RETURN(TransferCounters transfers, client.Transfers(table->name));
     summary.push_raw_bytes += transfers.push_raw_bytes;

@@ -84,6 +84,7 @@ absl::StatusOr<TrainingSummary> RunMlpTraining(Client& client,
   TrainingProgress progress("mlp", options.worker_id, options.steps,
                             options.log_every, absl::Now());
   progress.AttachMetrics(options.metrics, {config.name});
+  progress.AttachClient(&client);
   int64_t window_correct = 0, window_examples = 0;
 
   for (int64_t step = 0; step < options.steps; ++step) {
@@ -164,6 +165,7 @@ absl::StatusOr<TrainingSummary> RunMlpTraining(Client& client,
   ASSIGN_OR_RETURN(TransferCounters transfers, client.Transfers(config.name));
   summary.push_raw_bytes = transfers.push_raw_bytes;
   summary.push_wire_bytes = transfers.push_wire_bytes;
+  summary.client_events = EventsOf(client);
   return summary;
 }
 

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "worker/src/client_events.h"
 #include "absl/time/clock.h"
 #include "common/log_rate_limiter.h"
 #include "spdlog/spdlog.h"
@@ -70,12 +72,20 @@ std::string TrainingProgress::WindowLine(std::string_view metric_name,
   // Whole seconds: "12s", "3m20s", "0s".
   const absl::Duration eta =
       absl::Seconds(std::llround(absl::ToDoubleSeconds(Eta(now))));
-  return absl::StrFormat(
+  std::string line = absl::StrFormat(
       "%s worker %u step %d/%d loss %.4f %s %.4f samples/s %.0f tau mean "
       "%.2f max %u rejected %d pull_wait %.1f ms eta %s",
       model_, worker_id_, steps_, total_steps_, recent_loss(), metric_name,
       metric, rate, tau_.mean(), tau_.max(), tau_.rejected(), wait_ms,
       eta == absl::ZeroDuration() ? "0s" : absl::FormatDuration(eta));
+  const std::optional<ClientEvents> events =
+      client_ != nullptr ? EventsOf(*client_) : std::nullopt;
+  if (events.has_value() &&
+      (events->total_restarts() > 0 || events->total_retries() > 0)) {
+    absl::StrAppendFormat(&line, " shard_restarts %d rpc_retries %d",
+                          events->total_restarts(), events->total_retries());
+  }
+  return line;
 }
 
 void TrainingProgress::LogWindow(std::string_view metric_name, double metric,

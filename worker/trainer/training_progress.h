@@ -51,6 +51,11 @@ class TrainingProgress {
     for (const std::string& table : tables) metrics_->WatchTable(table);
   }
 
+  // Progress lines also report the shard restarts `client` rode through and
+  // the calls it retried, once there are any (EventsOf; nothing for other
+  // clients). It must outlive this object.
+  void AttachClient(const Client* client) { client_ = client; }
+
   // Accounts one finished step over `examples` examples with mean `loss`.
   void RecordStep(int examples, double loss);
   void RecordPush(const PushResult& result) {
@@ -77,7 +82,9 @@ class TrainingProgress {
   //   tau mean 2.31 max 8 rejected 0 pull_wait 1.2 ms eta 12s
   // (one line): step N/total, window loss, `metric_name` `metric`, samples/s
   // of the window, tau mean/max and rejected shard answers so far, mean pull
-  // time of the window and the ETA.
+  // time of the window and the ETA; then, once the attached client rode
+  // through a shard restart or retried a call, "shard_restarts N rpc_retries
+  // M" (totals so far).
   std::string WindowLine(std::string_view metric_name, double metric,
                          absl::Time now) const;
   // Logs WindowLine() and the overdue repeats of DefaultLogRateLimiter(),
@@ -112,6 +119,7 @@ class TrainingProgress {
   absl::Duration window_wait_, total_wait_;
   int64_t window_pulls_ = 0, total_pulls_ = 0;
   WorkerMetrics* metrics_ = nullptr;
+  const Client* client_ = nullptr;
 };
 
 // Stalls the calling thread for (slowdown - 1) x `compute`: the straggler of

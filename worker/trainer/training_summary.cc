@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace taups::trainer {
 namespace {
@@ -74,6 +75,21 @@ std::string TrainingSummary::ToJson() const {
                     ",\"head\":", GroupJson(row_tau->head),
                     ",\"tail\":", GroupJson(row_tau->tail),
                     ",\"table\":", GroupJson(row_tau->table), "}");
+  }
+  if (client_events.has_value()) {
+    const ClientEvents& events = *client_events;
+    absl::StrAppend(&json, ",\"shard_restarts\":", events.total_restarts(),
+                    ",\"shard_restarts_by_shard\":[",
+                    absl::StrJoin(events.shard_restarts, ","),
+                    "],\"rpc_retries\":", events.total_retries(),
+                    ",\"rpc_retries_by\":[");
+    for (size_t i = 0; i < events.retries.size(); ++i) {
+      const RetryCount& r = events.retries[i];
+      absl::StrAppend(&json, i > 0 ? "," : "", "{\"method\":", Quoted(std::string(RpcName(r.rpc))),
+                      ",\"reason\":", Quoted(RetryReasonName(r.code)),
+                      ",\"retries\":", r.retries, "}");
+    }
+    absl::StrAppend(&json, "]");
   }
   return json + "}";
 }

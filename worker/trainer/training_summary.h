@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "worker/src/client_events.h"
+
 namespace taups::trainer {
 
 // One evaluation of a ctr model during training.
@@ -67,11 +69,19 @@ struct TrainingSummary {
   std::optional<double> epochs;            // passes over the worker's shard
   std::vector<CtrEvalRecord> evals;        // in step order; last = final
   std::optional<RowTauSummary> row_tau;    // ctr with --row_tau
+  // What the client rode through (shard restarts, retries); set when the
+  // client is the library's own (EventsOf). The shards send no count of the
+  // updates a restart lost (each shard logs its own); this is what the
+  // worker can know.
+  std::optional<ClientEvents> client_events;
 
   // One line of JSON, no trailing newline; optional fields only when set,
   // "evals" (an array of objects) only when not empty; "row_tau" (an object
   // with head_min_prob, head_ids and head / tail / table objects of count,
   // zero (share of τ = 0), mean, p50, p99, max) only when set.
+  // With client_events: "shard_restarts" (total), "shard_restarts_by_shard"
+  // (an array indexed by shard), "rpc_retries" (total) and "rpc_retries_by"
+  // (an array of {"method","reason","retries"}).
   // Non-finite numbers are written as null.
   std::string ToJson() const;
 };

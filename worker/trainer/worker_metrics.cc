@@ -1,10 +1,13 @@
 #include "worker/trainer/worker_metrics.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "worker/src/client_events.h"
 
 namespace taups::trainer {
 namespace {
@@ -38,7 +41,6 @@ void WorkerMetrics::WatchTable(const std::string& table) {
 
 void WorkerMetrics::RecordPull(const PullInfo& info) {
   absl::MutexLock lock(&mu_);
-  shard_restarts_ += info.server_incarnation_changed;
   pull_wait_.Add(absl::ToDoubleSeconds(info.elapsed));
 }
 
@@ -90,10 +92,6 @@ void WorkerMetrics::Write(MetricsWriter& out) const {
                 "Accepted shard answers whose gradient was scaled down for "
                 "staleness.",
                 {}, downweighted_);
-    out.Counter("taups_worker_shard_restarts_total",
-                "Shard restarts (incarnation changes) this worker's pulls rode "
-                "through.",
-                {}, shard_restarts_);
     out.Histogram("taups_worker_staleness",
                   "Staleness (tau, in table versions) of each shard answer to "
                   "this worker's pushes.",
@@ -104,7 +102,8 @@ void WorkerMetrics::Write(MetricsWriter& out) const {
                   {}, pull_wait_);
   }
   if (client_ == nullptr) return;
-  // Outside mu_: Transfers takes the client's own locks.
+  // Outside mu_: Transfers and EventsOf take the client's own locks.
+  WriteClientEvents(out);
   for (const std::string& table : tables) {
     absl::StatusOr<TransferCounters> t = client_->Transfers(table);
     if (!t.ok()) continue;
@@ -134,6 +133,35 @@ void WorkerMetrics::Write(MetricsWriter& out) const {
                   {{"table", table}, {series.label.first, series.label.second}},
                   static_cast<double>(series.value));
     }
+  }
+}
+
+void WorkerMetrics::WriteClientEvents(MetricsWriter& out) const {
+  const std::optional<ClientEvents> events = EventsOf(*client_);
+  if (!events.has_value()) return;
+  for (size_t s = 0; s < events->shard_restarts.size(); ++s) {
+    out.Counter("taups_worker_shard_restarts_total",
+                "Shard restarts this worker rode through (a shard answering "
+                "with a new incarnation).",
+                {{"shard", absl::StrCat(s)}},
+                static_cast<double>(events->shard_restarts[s]));
+  }
+  // The data calls' series exist from the start (at 0); any other retried
+  // call joins them once it retried.
+  std::map<std::pair<Rpc, absl::StatusCode>, uint64_t> retries;
+  for (Rpc rpc : {Rpc::kPullDense, Rpc::kPushDense, Rpc::kPullSparse,
+                  Rpc::kPushSparse}) {
+    retries[{rpc, absl::StatusCode::kUnavailable}] = 0;
+  }
+  for (const RetryCount& r : events->retries) retries[{r.rpc, r.code}] = r.retries;
+  for (const auto& [key, count] : retries) {
+    out.Counter("taups_worker_rpc_retries_total",
+                "Attempts this worker sent again, by call and by why the one "
+                "before failed (unavailable: shard unreachable; "
+                "deadline_exceeded: a push resent after its deadline).",
+                {{"method", std::string(RpcName(key.first))},
+                 {"reason", RetryReasonName(key.second)}},
+                static_cast<double>(count));
   }
 }
 

@@ -5,7 +5,9 @@
 // The training loop records each pull, push and step; a scrape reads the
 // figures, plus the bytes the client moved per table (Client::Transfers),
 // at that moment. Names follow Prometheus' rules: base units, `_total`
-// counters, `_seconds` histograms, only `table` / `result` / `form` labels.
+// counters, `_seconds` histograms, only `table` / `result` / `form` /
+// `shard` / `method` / `reason` labels. The restarts and retries come from
+// the client (EventsOf: the library's own client only).
 //
 // Series (besides taups_build_info{version,commit,build_type}):
 //   taups_worker_info{worker}                                   gauge 1
@@ -16,8 +18,12 @@
 //   taups_worker_staleness       (tau of each shard answer)      histogram
 //   taups_worker_pull_wait_seconds (each step's timed pull, policy waits
 //                                 included)                     histogram
-//   taups_worker_shard_restarts_total (shard incarnation changes seen by
-//                                 pulls: restarts ridden through) counter
+//   taups_worker_shard_restarts_total{shard} (a shard answering with a new
+//                                 incarnation: restarts ridden through) counter
+//   taups_worker_rpc_retries_total{method,reason=unavailable|
+//                                 deadline_exceeded} (attempts sent again;
+//                                 the four data calls' unavailable series
+//                                 always, the rest once non-zero)   counter
 //   taups_worker_pulls_total{table}                             counter
 //   taups_worker_pushes_total{table,result=sent|deferred}       counter
 //   taups_worker_push_bytes_total{table,form=raw|wire},
@@ -55,6 +61,9 @@ class WorkerMetrics {
   MetricsRegistry::Collector Collector() const;
 
  private:
+  // The client's shard restarts and retries (client_ not null).
+  void WriteClientEvents(MetricsWriter& out) const;
+
   const uint32_t worker_id_;
   Client* const client_;
 
@@ -67,7 +76,6 @@ class WorkerMetrics {
   uint64_t answers_rejected_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t answers_duplicate_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t downweighted_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t shard_restarts_ ABSL_GUARDED_BY(mu_) = 0;
   Histogram tau_ ABSL_GUARDED_BY(mu_);
   Histogram pull_wait_ ABSL_GUARDED_BY(mu_);
 };
