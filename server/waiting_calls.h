@@ -1,8 +1,9 @@
 // WaitingCalls: how many pulls are waiting for their consistency policy
 // (a sync step to close, an SSP bound to allow them) right now, per worker id
 // and in all, with a limit on each. A pull that would wait past either
-// limit is refused instead of taking one more thread (or, once waiting calls
-// are parked without a thread, one more parked call).
+// limit is refused instead of becoming one more waiting call (parked
+// without a thread at the gRPC edge, server/pull_waiters.h; blocking its
+// caller's thread in process).
 //
 // Enter() takes a seat or says why not; the Seat gives it back when
 // destroyed. Counts of refusals are kept for metrics.
