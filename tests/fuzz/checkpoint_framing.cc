@@ -21,6 +21,9 @@ constexpr uint16_t kFuzzBlockTypes[] = {
     static_cast<uint16_t>(BlockType::kTable),
     static_cast<uint16_t>(BlockType::kPolicy),
     static_cast<uint16_t>(BlockType::kDedup),
+    // Incremental checkpoints; last, so earlier records keep their types.
+    static_cast<uint16_t>(BlockType::kChain),
+    static_cast<uint16_t>(BlockType::kDelta),
 };
 constexpr size_t kTypeCount = sizeof(kFuzzBlockTypes) / sizeof(uint16_t);
 

@@ -7,7 +7,10 @@
 //           1: the file's raw bytes (reaching the block layer's checks)
 // A partition file that decodes is then loaded as ps_server loads one
 // (ShardCheckpointer::Restore): its table is created in a fresh shard under
-// small ServerLimits and its partition restored from the snapshot.
+// small ServerLimits and its partition restored from the snapshot. A delta
+// (an incremental checkpoint's sparse table) is first folded onto a base
+// holding the table with no rows, as the loader folds a chain; a fold it
+// refuses must be DATA_LOSS too.
 // Properties beyond "no crash, no sanitizer report":
 //   - every refusal of the decoders is DATA_LOSS (a corrupt file, never a
 //     crash or another code);
@@ -21,6 +24,7 @@
 #include <memory>
 #include <string>
 
+#include "server/checkpoint_delta.h"
 #include "server/checkpoint_format.h"
 #include "server/limits.h"
 #include "server/parameter_store.h"
@@ -118,7 +122,21 @@ void Restore(const PartitionCheckpoint& part) {
 void FuzzPartition(const std::string& bytes) {
   absl::StatusOr<PartitionCheckpoint> part = ReadPartition(bytes);
   CheckRefusal(part.status(), "ReadPartitionFile");
-  if (part.ok()) Restore(*part);
+  if (!part.ok()) return;
+  if (!part->delta) {
+    Restore(*part);
+    return;
+  }
+  PartitionCheckpoint base = *part;
+  base.delta = false;
+  base.removed.clear();
+  base.snapshot.table = TableSnapshot{};
+  absl::StatusOr<std::vector<PartitionCheckpoint>> folded =
+      FoldDelta({std::move(base)}, {*std::move(part)}, "part-00000");
+  CheckRefusal(folded.status(), "FoldDelta");
+  if (!folded.ok()) return;
+  TAUPS_FUZZ_CHECK(folded->size() == 1 && !folded->front().delta, "a fold holds no delta");
+  Restore(folded->front());
 }
 
 void FuzzManifest(const std::string& bytes) {
@@ -136,6 +154,7 @@ void FuzzManifest(const std::string& bytes) {
       ReadManifestFile(&source, kManifestName, again.size());
   TAUPS_FUZZ_CHECK(reread.ok(), "a written manifest reads back");
   TAUPS_FUZZ_CHECK(reread->header == manifest->header &&
+                       reread->base == manifest->base &&
                        reread->partitions == manifest->partitions &&
                        reread->files == manifest->files,
                    "manifest round trip");

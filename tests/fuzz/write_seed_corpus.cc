@@ -19,6 +19,7 @@
 #include "ps.pb.h"
 #include "server/checkpoint_format.h"
 #include "server/parameter_store.h"
+#include "server/sparse_table.h"
 #include "tests/fuzz/checkpoint_framing.h"
 #include "tests/fuzz/request_records.h"
 
@@ -272,6 +273,33 @@ void WriteCheckpointSeeds(const std::string& dir) {
   StringFile file;
   Require(WriteManifestFile(&file, manifest).status(), "manifest");
   WriteCheckpointVariants(dir, "manifest", file.data, 1);
+
+  // An incremental checkpoint: the sparse table as a delta (a changed row,
+  // a removed key) and its manifest naming a base.
+  absl::StatusOr<std::shared_ptr<Partition>> emb = store.PartitionOf("emb_adagrad");
+  Require(emb.status(), "emb_adagrad");
+  if (!emb.ok()) return;
+  auto* emb_table = dynamic_cast<SparseTable*>(&(*emb)->table());
+  emb_table->ExportChanges(0, 1);  // starts tracking: the rows so far are the base
+  meta.origin.seq = 4;
+  Require(store.PushSparse("emb_adagrad", {99}, Ramp(4, 0.3f), meta).status(), "push");
+  SparseTable::Changes changes;
+  PartitionSnapshot snapshot = (*emb)->SnapshotWith([&](Table&) {
+    changes = emb_table->ExportChanges(1, 2);
+    return changes.rows;
+  });
+  PartitionCheckpoint delta = CheckpointOf(**emb, std::move(snapshot));
+  delta.delta = true;
+  delta.removed = {5, 77};
+  const std::string delta_file = FileOf(delta);
+  WriteCheckpointVariants(dir, "emb_adagrad-delta", delta_file, 0);
+  manifest.header.sequence = 8;
+  manifest.base = CheckpointBase{7, 0x1234abcd};
+  manifest.partitions[1] = SummaryOf(delta, 1);
+  manifest.files[1] = {PartitionFileName(1), delta_file.size(), 0};
+  StringFile delta_manifest;
+  Require(WriteManifestFile(&delta_manifest, manifest).status(), "delta manifest");
+  WriteCheckpointVariants(dir, "manifest-delta", delta_manifest.data, 1);
 }
 
 }  // namespace
