@@ -1,6 +1,7 @@
 #include "server/limits.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -56,6 +57,11 @@ absl::Status ServerLimits::Validate() const {
     if (c.value < c.min || c.value > c.max) {
       return OutOfRange(c.what, c.value, c.min, c.max);
     }
+  }
+  if (!(max_lease_s > 0 && max_lease_s <= kMaxLeaseS)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "limit max_lease_s = ", max_lease_s, " is outside (0, ", kMaxLeaseS,
+        "]"));
   }
   if (max_table_bytes > memory_budget_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -243,6 +249,21 @@ absl::Status CheckWorkerId(uint32_t worker, const ServerLimits& limits) {
       "worker ", worker, " is outside the ", limits.max_workers,
       " worker ids this shard serves, 0..", limits.max_workers - 1,
       " (--max_workers)"));
+}
+
+absl::Status CheckLease(double lease_s, const ServerLimits& limits) {
+  if (!std::isfinite(lease_s) || lease_s < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Register: lease_s ", lease_s,
+        " must be a finite number of seconds >= 0 (0 = the shard's default)"));
+  }
+  if (lease_s > limits.max_lease_s) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Register: lease_s ", lease_s, " is above this shard's longest lease, ",
+        limits.max_lease_s, " s (--max_lease_s); ask for at most that, or 0 for "
+        "the default"));
+  }
+  return absl::OkStatus();
 }
 
 std::string WithThousands(uint64_t n) {

@@ -22,6 +22,10 @@
 //   pulls waiting for their policy at once  max_waiting_per_worker
 //     per worker id, and in all              max_waiting_calls
 //                                   (--max_waiting_per_worker, --max_waiting_calls)
+//   seconds a worker's lease may last       max_lease_s       (--max_lease_s)
+//     (a worker silent that long is declared dead and leaves every barrier:
+//     a Register asking for more is refused, not clamped, and heartbeats
+//     renew the lease granted, never more)
 //   slices of unfinished multi-slice pushes max_staged_bytes  (--max_staged_mb)
 //     held by one table part (PartitionLimits; the shard's worst case is
 //     max_tables x this, held only until the push completes or times out)
@@ -83,6 +87,7 @@ struct ServerLimits {
   static constexpr uint64_t kMaxBlockValues = uint64_t{1} << 30;
   static constexpr uint64_t kMaxWorkers = uint64_t{1} << 20;
   static constexpr uint64_t kMaxWaitingCalls = uint64_t{1} << 20;
+  static constexpr double kMaxLeaseS = 3600;
   // Measured, not guessed (budget_store_test "[.measure]" prints them:
   // resident bytes of 2,000 empty tables and of 20,000 workers' first pull
   // and push of one table): a dense table of 8 floats took 46.3 KB (its
@@ -106,6 +111,9 @@ struct ServerLimits {
   uint64_t max_workers_per_table = 1024;
   uint64_t max_waiting_per_worker = 16;
   uint64_t max_waiting_calls = 256;
+  // In (0, kMaxLeaseS]; ps_server's --lease_s (the default lease) must not
+  // exceed it.
+  double max_lease_s = 60;
 
   // INVALID_ARGUMENT naming the first limit outside its range (or a table
   // limit above the shard's).
@@ -173,6 +181,11 @@ absl::Status CheckTableWorkers(absl::string_view table, uint32_t worker,
 
 // RESOURCE_EXHAUSTED for a worker id >= max_workers.
 absl::Status CheckWorkerId(uint32_t worker, const ServerLimits& limits);
+
+// INVALID_ARGUMENT for a lease a Register may not ask for: not finite,
+// negative, or above max_lease_s (naming --max_lease_s). 0 (the shard's
+// default lease) is fine.
+absl::Status CheckLease(double lease_s, const ServerLimits& limits);
 
 // 1,234,567
 std::string WithThousands(uint64_t n);

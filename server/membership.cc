@@ -6,14 +6,16 @@
 
 namespace taups {
 
-Membership::Membership(const Clock* clock, absl::Duration default_lease)
-    : clock_(clock), default_lease_(default_lease) {}
+Membership::Membership(const Clock* clock, absl::Duration default_lease,
+                       absl::Duration max_lease)
+    : clock_(clock), default_lease_(default_lease), max_lease_(max_lease) {}
 
 Membership::Registration Membership::Register(uint32_t worker,
                                               uint64_t incarnation,
                                               absl::Duration lease) {
   Registration result;
-  result.lease = lease > absl::ZeroDuration() ? lease : default_lease_;
+  result.lease = std::min(
+      lease > absl::ZeroDuration() ? lease : default_lease_, max_lease_);
   absl::MutexLock lock(&mu_);
   auto [it, inserted] = workers_.try_emplace(worker);
   WorkerStatus& w = it->second;

@@ -4,7 +4,11 @@
 // Expire() declares every worker whose lease ran out dead, logs a warning
 // with its id and last-seen time, and counts it; a dead worker may register
 // again and is then live once more ([S17]: a dead worker must not go
-// unnoticed, and must not hang a barrier).
+// unnoticed, and must not hang a barrier). No lease is longer than
+// `max_lease`: a longer one asked for (or a longer default) is cut to it, and
+// a heartbeat renews the lease granted, so a worker that goes silent is dead
+// at most `max_lease` after its last heartbeat (the shard's edge refuses such
+// a Register before it gets here: limits.h CheckLease).
 //
 // Thread-safe (one internal mutex; never held while calling out).
 #ifndef TAUPS_SERVER_MEMBERSHIP_H_
@@ -31,13 +35,15 @@ struct WorkerStatus {
 
 class Membership {
  public:
-  Membership(const Clock* clock, absl::Duration default_lease);
+  Membership(const Clock* clock, absl::Duration default_lease,
+             absl::Duration max_lease = absl::Hours(1));
 
   struct Registration {
     absl::Duration lease;
     bool rejoined = false;  // it was known before (dead, or an older incarnation)
   };
-  // Registers or re-registers; `lease` <= 0 means the default.
+  // Registers or re-registers; `lease` <= 0 means the default. The lease
+  // granted is at most max_lease().
   Registration Register(uint32_t worker, uint64_t incarnation,
                         absl::Duration lease) ABSL_LOCKS_EXCLUDED(mu_);
   // Renews the lease. False when the worker is unknown, dead, or of another
@@ -55,10 +61,12 @@ class Membership {
   size_t ever_registered() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t lease_expirations() const ABSL_LOCKS_EXCLUDED(mu_);
   absl::Duration default_lease() const { return default_lease_; }
+  absl::Duration max_lease() const { return max_lease_; }
 
  private:
   const Clock* const clock_;
   const absl::Duration default_lease_;
+  const absl::Duration max_lease_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<uint32_t, WorkerStatus> workers_ ABSL_GUARDED_BY(mu_);
   uint64_t lease_expirations_ ABSL_GUARDED_BY(mu_) = 0;

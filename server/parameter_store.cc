@@ -20,7 +20,7 @@ ParameterStore::ParameterStore(uint32_t shard_index, uint32_t num_shards,
       ownership_(OwnershipMap::Initial(num_shards)),
       clock_(clock),
       limits_(limits),
-      membership_(clock, default_lease),
+      membership_(clock, default_lease, absl::Seconds(limits.max_lease_s)),
       budget_(limits.memory_budget_bytes,
               {TablesShareOf(limits.memory_budget_bytes),
                limits.memory_budget_bytes, limits.memory_budget_bytes}),
@@ -559,12 +559,7 @@ void ParameterStore::PublishMembership() {
 absl::Status ParameterStore::CheckRegistration(uint32_t worker,
                                                double lease_s) const {
   RETURN_IF_ERROR(CheckWorkerId(worker, limits_));
-  if (!std::isfinite(lease_s) || lease_s < 0 || lease_s > 3600) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Register: lease_s ", lease_s,
-        " must be in [0, 3600] (0 = server default)"));
-  }
-  return absl::OkStatus();
+  return CheckLease(lease_s, limits_);
 }
 
 Registration ParameterStore::Register(uint32_t worker, uint64_t incarnation,

@@ -236,8 +236,8 @@ class ParameterStore {
 
   // Membership. CheckRegistration says whether Register would take this
   // request: the worker id within max_workers (RESOURCE_EXHAUSTED), the
-  // lease asked for finite and within [0, 3600] s, 0 = the default
-  // (INVALID_ARGUMENT).
+  // lease asked for finite and within [0, limits().max_lease_s] s, 0 = the
+  // default (INVALID_ARGUMENT naming --max_lease_s: limits.h CheckLease).
   absl::Status CheckRegistration(uint32_t worker, double lease_s) const;
   Registration Register(uint32_t worker, uint64_t incarnation,
                         absl::Duration lease);

@@ -62,6 +62,10 @@ ABSL_FLAG(int, stats_interval_s, 10,
 ABSL_FLAG(double, lease_s, 10.0,
           "Lease granted to a worker that asks for none: a worker silent for "
           "longer is declared dead and leaves every barrier and quorum.");
+ABSL_FLAG(double, max_lease_s, 60.0,
+          "Longest lease a worker may ask for in Register (at least --lease_s): "
+          "a longer one is refused, so no client can keep a dead worker in a "
+          "sync step for longer than this.");
 // Limits (server/limits.h): what one table or request may make the shard
 // allocate, checked before anything is.
 ABSL_FLAG(uint64_t, max_table_mb, 2048,
@@ -153,9 +157,10 @@ constexpr taups::FlagRange kFlagRanges[] = {
     // The limit is an int of bytes in gRPC: 2047 MiB is the most it holds.
     {"max_message_mb", 1, 2047},
     {"stats_interval_s", 0, 86400},
-    // Workers may ask for leases up to an hour (Register), so the default
-    // may be as long.
+    // Leases last at most an hour; the default is at most --max_lease_s
+    // too (checked once both are parsed).
     {"lease_s", 0, 3600, /*min_open=*/true},
+    {"max_lease_s", 0, taups::ServerLimits::kMaxLeaseS, /*min_open=*/true},
     {"max_table_mb", 1, taups::ServerLimits::kMaxMb},
     {"memory_budget_mb", 0, taups::ServerLimits::kMaxMb},
     {"sparse_default_max_rows", taups::ServerLimits::kMinSparseRows,
@@ -208,6 +213,7 @@ taups::ServerLimits LimitsFromFlags() {
   limits.max_workers_per_table = absl::GetFlag(FLAGS_max_workers_per_table);
   limits.max_waiting_per_worker = absl::GetFlag(FLAGS_max_waiting_per_worker);
   limits.max_waiting_calls = absl::GetFlag(FLAGS_max_waiting_calls);
+  limits.max_lease_s = absl::GetFlag(FLAGS_max_lease_s);
   return limits;
 }
 
@@ -298,6 +304,12 @@ int main(int argc, char** argv) {
   options.stats_interval = absl::Seconds(absl::GetFlag(FLAGS_stats_interval_s));
   options.max_wait = absl::Seconds(absl::GetFlag(FLAGS_max_wait_s));
   options.default_lease = absl::Seconds(absl::GetFlag(FLAGS_lease_s));
+  if (absl::GetFlag(FLAGS_lease_s) > absl::GetFlag(FLAGS_max_lease_s)) {
+    return FailFlags(absl::InvalidArgumentError(absl::StrCat(
+        "--lease_s=", absl::GetFlag(FLAGS_lease_s), " is above --max_lease_s=",
+        absl::GetFlag(FLAGS_max_lease_s),
+        ": the default lease must be one a worker may ask for")));
+  }
   options.limits = LimitsFromFlags();
   if (absl::Status s = options.limits.Validate(); !s.ok()) return FailFlags(s);
   spdlog::info("memory budget {} MiB{}, at most {} MiB per table",

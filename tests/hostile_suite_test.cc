@@ -1,0 +1,177 @@
+// The hostile-input suite (issue 12 part 5): well-formed-but-hostile and
+// malformed requests, in classes, against a real ps_server process with
+// tokens over local credentials (tests/hostile/hostile_shard.h). Each case
+// must get its exact status code and a message naming the problem, and the
+// shard's state digest (every value, version, counter and budget a client
+// can read, tests/hostile/hostile_digest.cc) must be the same after it as
+// before. A legitimate push at the end shows the digest does move when the
+// state does. Then the lease bound: a Register past --max_lease_s is
+// refused, and a worker that stops heartbeating is dead within it.
+//
+// Run it alone: ctest -R hostile_suite_test --output-on-failure (the cases
+// are listed with -s).
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "tests/hostile/hostile_cases.h"
+
+namespace taups::testing::hostile {
+namespace {
+
+using Stub = v1::ParameterServer::Stub;
+
+// The lines of `after` that are not in `before`, and the other way round.
+std::string Moved(const std::string& before, const std::string& after) {
+  const std::vector<std::string> a = absl::StrSplit(before, '\n');
+  const std::vector<std::string> b = absl::StrSplit(after, '\n');
+  const std::set<std::string> in_a(a.begin(), a.end()), in_b(b.begin(), b.end());
+  std::string out;
+  for (const std::string& line : a) {
+    if (!in_b.count(line)) absl::StrAppend(&out, "- ", line, "\n");
+  }
+  for (const std::string& line : b) {
+    if (!in_a.count(line)) absl::StrAppend(&out, "+ ", line, "\n");
+  }
+  return out;
+}
+
+std::vector<CaseClass> EveryClass(const HostileShard& shard) {
+  return {CredentialCases(shard),   RoleCases(shard),        SpoofedIdentityCases(shard),
+          FakeRegistrationCases(shard), ReplayedSeqCases(shard), ShapeCases(shard),
+          UnknownTableCases(shard), NonFiniteCases(shard),   OutOfRangeCases(shard),
+          BadBlockCases(shard),     OversizedCases(shard),   BudgetCases(shard),
+          WaitingPerWorkerCases(shard), WaitingInAllCases(shard), TableCountCases(shard)};
+}
+
+TEST_CASE("hostile requests get their precise status and change nothing") {
+  TempDir dir;
+  HostileShard shard(dir);
+  shard.SetUp();
+  const std::vector<CaseClass> classes = EveryClass(shard);
+
+  size_t cases = 0;
+  for (const CaseClass& c : classes) {
+    // Without a teardown the setup's changes stay: compare with the state
+    // after it. With one, the cases are compared with the state during the
+    // setup (parked calls counted), and the teardown must restore `outer`.
+    const std::string outer = shard.Digest();
+    if (c.setup) c.setup(shard);
+    const std::string before = shard.Digest();
+    for (const Case& hostile : c.cases) {
+      ++cases;
+      const Outcome out = hostile.send(shard);
+      const std::string& said = out.status.ok() ? out.facts : out.status.error_message();
+      INFO("class '" << c.name << "', case '" << hostile.name << "': code "
+                     << out.status.error_code() << ", " << said);
+      CHECK(out.status.error_code() == hostile.code);
+      CHECK(absl::StrContains(said, hostile.says));
+      const std::string after = shard.Digest();
+      INFO("the digest moved:\n" << Moved(before, after));
+      CHECK(after == before);
+    }
+    if (c.teardown) {
+      c.teardown(shard);
+      const std::string after = shard.Digest();
+      INFO("class '" << c.name << "': the digest moved:\n" << Moved(outer, after));
+      CHECK(after == outer);
+    }
+  }
+  std::printf("hostile suite: %zu cases in %zu classes\n", cases, classes.size());
+  CHECK(cases >= 100);
+  CHECK(classes.size() >= 10);
+
+  // The digest is not blind: one legitimate push of one value moves it
+  // (values, version, pushes stamped, push bytes).
+  const std::string before = shard.Digest();
+  std::vector<float> gradient(kDenseHere, 0);
+  gradient[17] = 1;
+  v1::PushResponse pushed;
+  REQUIRE(Send(shard, Who::kTrainers, &Stub::PushDense,
+               DensePush(kDense, 0, 100, Floats(gradient)), &pushed)
+              .status.ok());
+  REQUIRE(pushed.accepted());
+  const std::string moved = Moved(before, shard.Digest());
+  INFO(moved);
+  CHECK(absl::StrContains(moved, "+ values dense version "));
+  CHECK(absl::StrContains(moved, "+ taups_table_version{table=\"dense\"}"));
+  CHECK(absl::StrContains(moved, "+ taups_pushes_total{table=\"dense\"}"));
+  // And the refusals were counted where counting them is the point.
+  CHECK(shard.Metric("taups_memory_budget_refusals_total") >= 2);
+}
+
+// A shard whose longest lease is 1 s and whose default is 0.5 s.
+TEST_CASE("leases are bounded by --max_lease_s, and heartbeats renew no more") {
+  TempDir dir;
+  std::vector<Shard> shards =
+      StartShards(dir.path(), 1, {"--max_lease_s=1", "--lease_s=0.5", "--stats_interval_s=0"});
+  auto stub = v1::ParameterServer::NewStub(
+      grpc::CreateChannel(shards[0].address(), grpc::InsecureChannelCredentials()));
+  auto call = [&](double lease_s, v1::RegisterResponse* response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    return stub->Register(&context, Registration(3, lease_s, 1), response);
+  };
+  auto live = [&] {
+    grpc::ClientContext context;
+    v1::StatsResponse stats;
+    REQUIRE(stub->Stats(&context, v1::StatsRequest(), &stats).ok());
+    return stats.live_workers();
+  };
+  v1::RegisterResponse response;
+  const grpc::Status refused = call(1.001, &response);
+  CHECK(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(absl::StrContains(refused.error_message(),
+                          "lease_s 1.001 is above this shard's longest lease, 1 s "
+                          "(--max_lease_s)"));
+  CHECK(live() == 0);
+  REQUIRE(call(0, &response).ok());
+  CHECK(response.lease_s() == 0.5);
+  REQUIRE(call(1, &response).ok());
+  CHECK(response.lease_s() == 1);
+  CHECK(response.heartbeat_every_s() == 0.25);
+
+  // Heartbeats for 2 s keep worker 3 live past its lease; after the last
+  // one it is dead within the lease (plus the shard's tick and the
+  // scheduler's slack).
+  const absl::Time until = absl::Now() + absl::Seconds(2);
+  absl::Time last = absl::Now();
+  while (last < until) {
+    grpc::ClientContext context;
+    v1::HeartbeatRequest beat;
+    beat.set_worker_id(3);
+    beat.set_worker_incarnation(1);
+    v1::HeartbeatResponse known;
+    REQUIRE(stub->Heartbeat(&context, beat, &known).ok());
+    REQUIRE(known.known());
+    last = absl::Now();
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  CHECK(live() == 1);
+  while (live() == 1 && absl::Now() - last < absl::Seconds(5)) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  const absl::Duration dead_after = absl::Now() - last;
+  INFO("dead " << absl::FormatDuration(dead_after) << " after the last heartbeat");
+  CHECK(live() == 0);
+  CHECK(dead_after >= absl::Milliseconds(950));
+  CHECK(dead_after < absl::Seconds(2));
+}
+
+TEST_CASE("ps_server refuses a default lease above --max_lease_s") {
+  TempDir dir;
+  Process server(BinDir() + "/ps_server",
+                 {"--port=0", "--lease_s=30", "--max_lease_s=20"}, dir.path() + "/log");
+  CHECK(server.Wait(absl::Seconds(10)) == 2);
+  CHECK(absl::StrContains(server.Output(), "--lease_s=30 is above --max_lease_s=20"));
+  Process range(BinDir() + "/ps_server", {"--port=0", "--max_lease_s=3601"},
+                dir.path() + "/range.log");
+  CHECK(range.Wait(absl::Seconds(10)) == 2);
+  CHECK(absl::StrContains(range.Output(), "--max_lease_s=3601 is out of range"));
+}
+
+}  // namespace
+}  // namespace taups::testing::hostile
