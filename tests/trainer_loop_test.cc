@@ -367,6 +367,19 @@ TEST_CASE("Training summary JSON", "[trainer][loop]") {
                   "\"excess_logloss\":0.0625,\"auc\":0.7},{\"step\":200,") !=
         std::string::npos);
   CHECK(json.back() == '}');
+  // What the client rode through: shard 1 restarted once; 3 + 2 retries.
+  ClientEvents events;
+  events.shard_restarts = {0, 1};
+  events.retries = {{Rpc::kPushSparse, absl::StatusCode::kUnavailable, 3},
+                    {Rpc::kPushSparse, absl::StatusCode::kDeadlineExceeded, 2}};
+  s.evals.clear();
+  s.client_events = events;
+  const std::string with_events = s.ToJson();
+  CHECK(with_events.find(
+            ",\"shard_restarts\":1,\"shard_restarts_by_shard\":[0,1],"
+            "\"rpc_retries\":5,\"rpc_retries_by\":[{\"method\":\"PushSparse\","
+            "\"reason\":\"unavailable\",\"retries\":3},{\"method\":\"PushSparse\","
+            "\"reason\":\"deadline_exceeded\",\"retries\":2}]}") != std::string::npos);
 }
 
 TEST_CASE("Trainer options validation", "[trainer][loop]") {
