@@ -73,6 +73,7 @@ TEST_CASE("hostile requests get their precise status and change nothing") {
       INFO("the digest moved:\n" << Moved(before, after));
       CHECK(after == before);
     }
+    std::printf("  %-50s %zu cases\n", c.name.c_str(), c.cases.size());
     if (c.teardown) {
       c.teardown(shard);
       const std::string after = shard.Digest();
