@@ -4,7 +4,8 @@
 // other callers are answered meanwhile, and the pulls are released by the
 // step closing, by their callers cancelling (the shard's waiting-pull
 // gauge goes back to 0), by --max_wait_s, and by SIGTERM (the process
-// exits within 5 s).
+// exits within 5 s); a semi-sync step closed by its timeout (a Tick) and a
+// dropped table answer them too.
 #include <catch2/catch.hpp>
 
 #include <grpcpp/grpcpp.h>
@@ -55,11 +56,21 @@ int ReadPort(const std::string& path) {
   return 0;
 }
 
+// Sync over two workers: until both push for step 0, a pull at clock 1
+// waits.
+v1::ConsistencyConfig SyncOfTwo() {
+  v1::ConsistencyConfig consistency;
+  consistency.set_kind(v1::CONSISTENCY_SYNC);
+  consistency.set_num_workers(2);
+  return consistency;
+}
+
 // One ps_server with room for many waiting pulls, its metrics endpoint and
-// a stock stub. The table "w" is sync over two workers (0 and 1, both
-// registered): until both push for step 0, a pull at clock 1 waits.
+// a stock stub. The table "w" has `consistency`; workers 0 and 1 are
+// registered.
 struct Server {
-  explicit Server(std::vector<std::string> flags = {}) {
+  explicit Server(std::vector<std::string> flags = {},
+                  const v1::ConsistencyConfig& consistency = SyncOfTwo()) {
     flags.insert(flags.end(),
                  {"--max_waiting_calls=20000", "--max_waiting_per_worker=20000",
                   "--lease_s=60",
@@ -75,8 +86,7 @@ struct Server {
     config->set_kind(v1::TABLE_KIND_DENSE);
     config->set_dense_size(kSize);
     config->mutable_optimizer()->set_learning_rate(kLearningRate);
-    config->mutable_consistency()->set_kind(v1::CONSISTENCY_SYNC);
-    config->mutable_consistency()->set_num_workers(2);
+    *config->mutable_consistency() = consistency;
     v1::CreateTableResponse created;
     grpc::ClientContext context;
     REQUIRE(stub->CreateTable(&context, create, &created).ok());
@@ -190,7 +200,7 @@ class PullFlood {
     for (auto& call : calls_) n += call->status.error_code() == code ? 1 : 0;
     return n;
   }
-  // Every answer's step and first value (they must all agree).
+  // Every answer is OK, of `step`, and holds `value` first.
   bool AllAnswered(uint64_t step, float value) {
     absl::MutexLock lock(&mu_);
     for (auto& call : calls_) {
@@ -277,6 +287,36 @@ TEST_CASE("--max_wait_s ends a pull that has no deadline of its own") {
   CHECK(absl::StrContains(status.error_message(), "step 0"));
   CHECK(waited >= absl::Milliseconds(490));
   CHECK(waited < absl::Seconds(2));
+  CHECK(server.WaitingReaches(0, absl::Seconds(2)));
+}
+
+TEST_CASE("a semi-sync step closed by its timeout (a Tick) answers the parked pulls") {
+  v1::ConsistencyConfig semi_sync = SyncOfTwo();
+  semi_sync.set_kind(v1::CONSISTENCY_SEMI_SYNC);
+  semi_sync.set_quorum(1.0f);
+  semi_sync.set_step_timeout_s(0.5);
+  Server server({}, semi_sync);
+  PullFlood flood(server.stub.get(), 100);
+  REQUIRE(server.WaitingReaches(100, absl::Seconds(10)));
+  // Worker 1 never pushes and the quorum is both: only the timeout, checked
+  // on the shard's Tick, can close the step.
+  REQUIRE(server.Push(0).ok());
+  REQUIRE(flood.AllDone(absl::Seconds(5)));
+  CHECK(flood.AllAnswered(/*step=*/1, -kLearningRate));  // worker 0's gradient alone
+  CHECK(server.WaitingReaches(0, absl::Seconds(2)));
+}
+
+TEST_CASE("dropping the table answers its parked pulls NOT_FOUND") {
+  Server server;
+  PullFlood flood(server.stub.get(), 100);
+  REQUIRE(server.WaitingReaches(100, absl::Seconds(10)));
+  v1::DropTableRequest drop;
+  drop.set_name("w");
+  v1::DropTableResponse dropped;
+  grpc::ClientContext context;
+  REQUIRE(server.stub->DropTable(&context, drop, &dropped).ok());
+  REQUIRE(flood.AllDone(absl::Seconds(5)));
+  CHECK(flood.Count(grpc::StatusCode::NOT_FOUND) == 100);
   CHECK(server.WaitingReaches(0, absl::Seconds(2)));
 }
 
