@@ -109,11 +109,10 @@ absl::Status Run() {
   std::string binary = absl::GetFlag(FLAGS_server_binary);
   if (binary.empty()) binary = OwnBinaryDir() + "/ps_server";
 
-  char scratch_template[] = "/tmp/taups_load_XXXXXX";
-  if (mkdtemp(scratch_template) == nullptr) {
-    return absl::InternalError("cannot make a scratch directory");
-  }
-  const std::string scratch = scratch_template;
+  // Declared before the server: removed after it stopped.
+  ASSIGN_OR_RETURN(std::unique_ptr<ScratchDir> scratch_dir,
+                   ScratchDir::Make("taups_load_"));
+  const std::string& scratch = scratch_dir->path();
   std::vector<std::string> server_args = {"--host=127.0.0.1",
                                           "--stats_interval_s=0"};
   for (const std::string& a : absl::GetFlag(FLAGS_server_args)) {
@@ -182,11 +181,6 @@ absl::Status Run() {
   if (counts.size() > 1 && async_first > 0) {
     std::printf("\nasync pushes/s at W=%d ÷ at W=%d: %s\n", counts.back(),
                 counts.front(), FormatNumber(async_last / async_first).c_str());
-  }
-  server.reset();
-  std::string rm = absl::StrCat("rm -rf '", scratch, "'");
-  if (std::system(rm.c_str()) != 0) {
-    std::fprintf(stderr, "could not remove %s\n", scratch.c_str());
   }
   if (!all_exact) {
     return absl::InternalError("some pushes were not applied exactly once");

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -78,6 +79,20 @@ absl::StatusOr<ProcessUsage> ReadProcessUsage(pid_t pid) {
   usage.threads = StatusField(*status, "Threads");
   usage.rss_bytes = StatusField(*status, "VmRSS") * 1024;
   return usage;
+}
+
+absl::StatusOr<std::unique_ptr<ScratchDir>> ScratchDir::Make(
+    const std::string& prefix) {
+  std::string pattern = absl::StrCat("/tmp/", prefix, "XXXXXX");
+  if (mkdtemp(pattern.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot make ", pattern));
+  }
+  return std::unique_ptr<ScratchDir>(new ScratchDir(pattern));
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
 }
 
 std::string OwnBinaryDir() {

@@ -32,6 +32,21 @@ absl::StatusOr<ProcessUsage> ReadProcessUsage(pid_t pid);
 // next to the benchmarks).
 std::string OwnBinaryDir();
 
+// A fresh directory under /tmp for servers' logs and port files, removed
+// with everything in it when the object is destroyed.
+class ScratchDir {
+ public:
+  // INTERNAL when no directory can be made; path() is then empty.
+  static absl::StatusOr<std::unique_ptr<ScratchDir>> Make(
+      const std::string& prefix);
+  ~ScratchDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit ScratchDir(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
 class ServerProcess {
  public:
   // Runs `binary` with `args` plus --port=0 --port_file=<file in

@@ -306,12 +306,12 @@ absl::Status Run() {
   for (size_t bytes : dense_sizes) {
     largest_download = std::max(largest_download, bytes);
   }
-  char scratch[] = "/tmp/taups_bench_XXXXXX";  // server logs and port files
-  if (mkdtemp(scratch) == nullptr) {
-    return absl::InternalError("cannot make a scratch directory");
-  }
-  ASSIGN_OR_RETURN(Setup setup,
-                   StartSetup(client_options, largest_download, scratch));
+  // Server logs and port files; declared before the setup, so removed
+  // after its server processes stopped.
+  ASSIGN_OR_RETURN(std::unique_ptr<ScratchDir> scratch,
+                   ScratchDir::Make("taups_bench_"));
+  ASSIGN_OR_RETURN(Setup setup, StartSetup(client_options, largest_download,
+                                           scratch->path()));
   const std::function<double()> raw_server_cpu =
       setup.raw_process.empty()
           ? std::function<double()>()
