@@ -44,6 +44,16 @@ v1::TableConfig DenseOf(const std::string& name, uint64_t size) {
 // with a short deadline; Cancel() cancels them and waits for their answers.
 class ParkedPulls {
  public:
+  ParkedPulls() = default;
+  ParkedPulls(const ParkedPulls&) = delete;
+  ParkedPulls& operator=(const ParkedPulls&) = delete;
+  // A test that failed before its teardown still lets every call finish
+  // before the buffers its callbacks write go away.
+  ~ParkedPulls() {
+    for (auto& call : calls_) call->context->TryCancel();
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait_for(lock, std::chrono::seconds(20), [this] { return pending_ == 0; });
+  }
   void Start(HostileShard& shard, Who who, uint32_t worker, int count) {
     for (int i = 0; i < count; ++i) {
       auto call = std::make_unique<Call>();

@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/grpc_lifetime.h"
 #include "common/shard_map.h"
 
 namespace taups::testing::hostile {
@@ -105,6 +106,8 @@ HostileShard::HostileShard(const TempDir& dir) {
        "--metrics_port_file=" + metrics_port_file});
   metrics_port_ = ReadPort(metrics_port_file);
   address_ = shards_[0].address();
+  // The flood cases make callback-API calls (see grpc_lifetime.h).
+  KeepCallbackQueueAlive();
   stub_ = v1::ParameterServer::NewStub(grpc::CreateChannel(
       address_, grpc::experimental::LocalCredentials(LOCAL_TCP)));
   grpc::ChannelArguments own_connection;
