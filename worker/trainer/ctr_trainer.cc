@@ -102,6 +102,8 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
       ShardSampler::Create(static_cast<int>(options.ctr_examples),
                            options.worker_id, options.num_workers,
                            MixSeed(options.seed, {kOrderStream})));
+  // Read once: the batch feed's thread advances the sampler from here on.
+  const int shard_size = sampler.shard_size();
   const TableConfig dense_config = CtrDenseTableConfig(options);
   const TableConfig sparse_config = CtrEmbeddingTableConfig(options);
   RETURN_IF_ERROR(EnsureTable(client, dense_config, options.create_tables,
@@ -130,7 +132,7 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
       dense_config.dense_size, sparse_config.name,
       dense_config.optimizer.learning_rate,
       dense_config.staleness.warmup_versions, options.ctr_examples,
-      sampler.shard_size(), eval_n, backend.description());
+      shard_size, eval_n, backend.description());
 
   // --row_tau: pull rows with their versions, sort the pushes' per-row τ
   // into head and tail ids.
@@ -174,7 +176,7 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
                                       sparse_config.name, eval_set));
     eval_time += absl::Now() - eval_start;
     const double epoch =
-        static_cast<double>(examples_done) / sampler.shard_size();
+        static_cast<double>(examples_done) / shard_size;
     spdlog::info(
         "ctr worker {} eval step {} epoch {:.2f}: logloss {:.4f} excess "
         "{:.4f} auc {:.4f} (planted logloss {:.4f} auc {:.4f}; constant "
@@ -262,7 +264,7 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
       }
     }
     const int64_t done = step + 1;
-    const int64_t epochs_done = examples_done / sampler.shard_size();
+    const int64_t epochs_done = examples_done / shard_size;
     if (done == options.steps || epochs_done > epochs_evaluated ||
         (options.eval_every > 0 && done % options.eval_every == 0)) {
       epochs_evaluated = epochs_done;
@@ -293,7 +295,7 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
   summary.auc = last_eval.auc;
   summary.planted_auc = last_eval.planted_auc;
   summary.constant_logloss = last_eval.constant_logloss;
-  summary.epochs = static_cast<double>(examples_done) / sampler.shard_size();
+  summary.epochs = static_cast<double>(examples_done) / shard_size;
   if (row_tau.has_value()) summary.row_tau = row_tau->Summary();
   summary.client_events = EventsOf(client);
   for (const TableConfig* table : {&dense_config, &sparse_config}) {
