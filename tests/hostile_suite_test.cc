@@ -137,11 +137,12 @@ TEST_CASE("leases are bounded by --max_lease_s, and heartbeats renew no more") {
   CHECK(response.heartbeat_every_s() == 0.25);
 
   // Heartbeats for 2 s keep worker 3 live past its lease; after the last
-  // one it is dead within the lease (plus the shard's tick and the
-  // scheduler's slack).
+  // one it is dead once the lease has passed, and soon after (the shard's
+  // 5 ms tick, this loop's 20 ms polls and a loaded machine's slack).
   const absl::Time until = absl::Now() + absl::Seconds(2);
   absl::Time last = absl::Now();
   while (last < until) {
+    last = absl::Now();  // the shard's last-seen time is at or after this
     grpc::ClientContext context;
     v1::HeartbeatRequest beat;
     beat.set_worker_id(3);
@@ -149,7 +150,6 @@ TEST_CASE("leases are bounded by --max_lease_s, and heartbeats renew no more") {
     v1::HeartbeatResponse known;
     REQUIRE(stub->Heartbeat(&context, beat, &known).ok());
     REQUIRE(known.known());
-    last = absl::Now();
     absl::SleepFor(absl::Milliseconds(100));
   }
   CHECK(live() == 1);
@@ -159,8 +159,8 @@ TEST_CASE("leases are bounded by --max_lease_s, and heartbeats renew no more") {
   const absl::Duration dead_after = absl::Now() - last;
   INFO("dead " << absl::FormatDuration(dead_after) << " after the last heartbeat");
   CHECK(live() == 0);
-  CHECK(dead_after >= absl::Milliseconds(950));
-  CHECK(dead_after < absl::Seconds(2));
+  CHECK(dead_after >= absl::Seconds(1));
+  CHECK(dead_after < absl::Seconds(3));
 }
 
 TEST_CASE("ps_server refuses a default lease above --max_lease_s") {
