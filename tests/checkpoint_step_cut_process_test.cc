@@ -5,6 +5,7 @@
 // steps 0-3, computed here.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <optional>
@@ -56,17 +57,28 @@ std::unique_ptr<Client> Connect(const std::vector<Shard>& shards, uint32_t worke
   return std::move(*client);
 }
 
-// The newest checkpoint's step in `dir`, if any.
+// The newest complete checkpoint's step in `dir`, if any. Reads the
+// manifest only: opening a CheckpointStore here would remove the tmp-*
+// directory of a checkpoint the shard is writing.
 std::optional<uint64_t> NewestStep(const std::string& dir) {
-  CheckpointStoreOptions options;
-  options.dir = dir;
-  auto store = CheckpointStore::Open(PosixCheckpointFs(), options);
-  if (!store.ok()) return std::nullopt;
-  auto list = (*store)->List();
-  if (!list.ok() || list->empty()) return std::nullopt;
-  auto loaded = (*store)->Load(list->back());
-  if (!loaded.ok()) return std::nullopt;
-  return loaded->manifest.header.sync_step;
+  uint64_t newest = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    uint64_t sequence = 0;
+    if (ParseCheckpointDirName(entry.path().filename().string(), &sequence)) {
+      newest = std::max(newest, sequence);
+    }
+  }
+  if (newest == 0) return std::nullopt;
+  const std::string path = absl::StrCat(dir, "/", CheckpointDirName(newest), "/MANIFEST");
+  CheckpointFs* fs = PosixCheckpointFs();
+  auto size = fs->FileSize(path);
+  if (!size.ok()) return std::nullopt;
+  auto file = fs->OpenFile(path);
+  if (!file.ok()) return std::nullopt;
+  auto manifest = ReadManifestFile(file->get(), path, *size);
+  if (!manifest.ok()) return std::nullopt;
+  return manifest->header.sync_step;
 }
 
 TEST_CASE("two killed shards restore the model of one common step") {
