@@ -7,7 +7,7 @@
 // digest after the setup, sends each case, checks its answer, and compares
 // the digest again after every case. A class's `teardown` undoes what its
 // setup left pending (cancels parked calls and waits for the shard to let
-// them go) before the last comparison.
+// them go); the digest after it must equal the one before the setup.
 //
 // For a case whose right answer is OK (a replayed push is answered as a
 // duplicate, a heartbeat of a made-up incarnation is told "not known"),

@@ -11,7 +11,7 @@
 //    by the auditor, bit for bit;
 //  - /metrics: memory in use by tables, per-worker state and staged
 //    pushes, workers by state, seats per table, budget per table, waiting
-//    pulls, tables dropped, push bytes.
+//    pulls, tables dropped.
 // What it leaves out, and why: counters of refusals (rejected,
 // nonfinite_rejected, bad_blocks, budget and waiting refusals, duplicates)
 // move when a hostile request is refused, which is their job; the byte

@@ -107,8 +107,8 @@ class HostileShard {
       Who who, std::chrono::milliseconds timeout = std::chrono::seconds(5)) const;
 
   // The stub for `who`'s calls. Every credential shares one channel, as
-  // one client process would; kNobody has a channel of its own (see
-  // stub_anonymous_).
+  // one client process would; kNobody has a connection of its own (see
+  // anonymous_).
   v1::ParameterServer::Stub& stub(Who who = Who::kAuditor) {
     return who == Who::kNobody ? *anonymous_ : *stub_;
   }
