@@ -232,7 +232,7 @@ TEST_CASE("workers ride through a shard killed and restarted mid-training") {
   auto workers = testing::StartWorkers(
       run, shards, 2,
       {"--model=ctr", "--steps=400", "--eval_every=0", "--eval_examples=2000",
-       "--log_every=0", "--retry_budget_s=60"});
+       "--log_every=100", "--retry_budget_s=60"});
   // Let the workers train and shard 1 checkpoint, then kill it.
   absl::SleepFor(absl::Seconds(6));
   KillAndRestart(shards, 1, restart_run, state, absl::Seconds(1));
@@ -247,6 +247,9 @@ TEST_CASE("workers ride through a shard killed and restarted mid-training") {
     CHECK(testing::JsonNumber(r.json, "shard_restarts") == 1.0);
     CHECK(r.json.find("\"shard_restarts_by_shard\":[0,1]") != std::string::npos);
     CHECK(testing::JsonNumber(r.json, "rpc_retries") >= 1.0);
+    // So does its last progress line (step 400, after the restart).
+    CHECK(r.output.find("step 400/400") != std::string::npos);
+    CHECK(r.output.find("shard_restarts 1 rpc_retries ") != std::string::npos);
   }
   const std::string log = shards[1].process->Output();
   INFO(log);
