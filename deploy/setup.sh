@@ -24,6 +24,9 @@ PACKAGES=(
   # gRPC's health and reflection protos (test clients); systemd-nspawn and
   # dpkg-shlibdeps for the systemd and .deb test (tests/systemd_package_test.sh)
   grpc-proto systemd-container dpkg-dev
+  # the fault harness's network cut: network namespaces, veth pairs and
+  # nftables drop rules (tests/fault/net_cut.h)
+  iproute2 nftables
   # the Kubernetes manifests' offline test (tests/k8s_manifests_test.py)
   yamllint python3-yaml
   # demo data, plotting

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "taups/client.h"
 
@@ -58,7 +59,7 @@ FaultCluster::~FaultCluster() {
 
 std::string FaultCluster::Servers() const {
   std::vector<std::string> addresses;
-  for (const ShardSlot& s : shards_) addresses.push_back(absl::StrCat("127.0.0.1:", s.port));
+  for (const ShardSlot& s : shards_) addresses.push_back(absl::StrCat(options_.host, ":", s.port));
   return absl::StrJoin(addresses, ",");
 }
 
@@ -104,10 +105,11 @@ void FaultCluster::StartShard(uint32_t s, bool first) {
   const std::string port_file = absl::StrCat(dir_, "/shard", s, ".", start, ".port");
   std::vector<std::string> args = {
       absl::StrCat("--shard_index=", s), absl::StrCat("--num_shards=", options_.num_shards),
-      "--host=127.0.0.1", absl::StrCat("--port=", first ? 0 : shard.port),
+      "--host=" + options_.host, absl::StrCat("--port=", first ? 0 : shard.port),
       "--port_file=" + port_file, "--checkpoint_dir=" + CheckpointDir(s),
       "--stats_interval_s=0"};
   if (first) args.push_back("--start_empty");
+  if (options_.host != "127.0.0.1") args.push_back("--insecure");
   args.insert(args.end(), options_.shard_args.begin(), options_.shard_args.end());
   Note(true, s, "start");
   shard.process = std::make_unique<testing::Process>(
@@ -161,8 +163,15 @@ void FaultCluster::StartWorker(uint32_t w) {
       absl::StrCat("--pushes=", options_.pushes),
       absl::StrCat("--num_workers=", options_.num_workers)};
   args.insert(args.end(), options_.driver_args.begin(), options_.driver_args.end());
+  std::string binary = testing::BinDir() + "/fault_driver";
+  if (w < options_.worker_prefix.size() && !options_.worker_prefix[w].empty()) {
+    const std::vector<std::string>& prefix = options_.worker_prefix[w];
+    args.insert(args.begin(), binary);
+    args.insert(args.begin(), prefix.begin() + 1, prefix.end());
+    binary = prefix[0];
+  }
   worker.process = std::make_unique<testing::Process>(
-      testing::BinDir() + "/fault_driver", args, absl::StrCat(dir_, "/worker", w, ".", n, ".log"));
+      binary, args, absl::StrCat(dir_, "/worker", w, ".", n, ".log"));
 }
 
 void FaultCluster::KillWorker(uint32_t w) {
@@ -194,7 +203,7 @@ std::vector<int> FaultCluster::WaitWorkers(absl::Duration timeout) {
 
 FinalState FaultCluster::ReadTable() const {
   ClientOptions options;
-  for (const ShardSlot& s : shards_) options.servers.push_back(absl::StrCat("127.0.0.1:", s.port));
+  options.servers = absl::StrSplit(Servers(), ',');
   options.worker_id = 0;
   options.register_worker = false;
   options.call_timeout = absl::Seconds(10);
@@ -209,17 +218,21 @@ FinalState FaultCluster::ReadTable() const {
   return state;
 }
 
-CheckReport FaultCluster::Check() const {
+History FaultCluster::ReadHistories() const {
   absl::StatusOr<History> history = ReadHistory(histories_);
   INFO(history.status().ToString());
   REQUIRE(history.ok());
+  return std::move(*history);
+}
+
+CheckReport FaultCluster::Check() const {
   CheckOptions check;
   check.num_shards = options_.num_shards;
   check.slots = slots();
   check.num_workers = options_.num_workers;
   check.mode = options_.mode;
   check.staleness_bound = options_.staleness_bound;
-  return CheckHistory(*history, ReadTable(), check);
+  return CheckHistory(ReadHistories(), ReadTable(), check);
 }
 
 }  // namespace taups::fault

@@ -33,6 +33,12 @@ struct FaultClusterOptions {
   std::vector<std::string> driver_args;  // e.g. --consistency=sync
   CheckOptions::Mode mode = CheckOptions::Mode::kAsync;
   uint32_t staleness_bound = 0;
+  // The address shards listen on and everyone dials; another than loopback
+  // (a veth end, net_cut.h) starts them with --insecure.
+  std::string host = "127.0.0.1";
+  // Per worker (missing or empty: none), a command its driver runs under,
+  // e.g. NetCut::Exec() to run it inside a network namespace.
+  std::vector<std::vector<std::string>> worker_prefix;
 };
 
 class FaultCluster {
@@ -42,6 +48,7 @@ class FaultCluster {
   ~FaultCluster();
 
   std::string Servers() const;
+  int Port(uint32_t s) const { return shards_[s].port; }
   uint64_t slots() const {
     return uint64_t{options_.num_workers} * options_.incarnations_per_worker *
            options_.pushes;
@@ -70,6 +77,8 @@ class FaultCluster {
 
   // The table as it is now, read by a client that does not register.
   FinalState ReadTable() const;
+  // Every history of the run so far (drivers' and the events file).
+  History ReadHistories() const;
   // Reads every history of the run and checks it against ReadTable().
   CheckReport Check() const;
 

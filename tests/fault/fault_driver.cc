@@ -12,8 +12,16 @@
 //
 // Exits 0 after its last step and a final pull, whatever the calls
 // answered (errors are in the history); 2 for bad flags or no connection.
+//
+// --probe: one pull of the existing table and nothing else, one attempt,
+// without registering (recorded like any pull; a test reads how long it
+// took and how it ended, e.g. across a network cut). With --probe_go_file
+// it connects, creates --probe_ready_file, and pulls once the go file
+// exists, so the pull runs on a connection made before the test's fault.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -41,6 +49,9 @@ ABSL_FLAG(int, think_ms, 0, "Pause between a step's pull and its push (compute).
 ABSL_FLAG(double, retry_budget_s, 30, "ClientOptions::retry_budget.");
 ABSL_FLAG(double, call_timeout_s, 10, "ClientOptions::call_timeout.");
 ABSL_FLAG(double, lease_s, 0, "Lease asked for; 0 = the shard's default.");
+ABSL_FLAG(bool, probe, false, "Pull once (one attempt, unregistered) and exit.");
+ABSL_FLAG(std::string, probe_ready_file, "", "--probe: created once connected.");
+ABSL_FLAG(std::string, probe_go_file, "", "--probe: pull once this file exists.");
 
 namespace taups::fault {
 namespace {
@@ -133,6 +144,12 @@ int Run() {
   options.retry_budget = absl::Seconds(absl::GetFlag(FLAGS_retry_budget_s));
   options.call_timeout = absl::Seconds(absl::GetFlag(FLAGS_call_timeout_s));
   options.lease = absl::Seconds(absl::GetFlag(FLAGS_lease_s));
+  const bool probe = absl::GetFlag(FLAGS_probe);
+  if (probe) {
+    options.register_worker = false;
+    options.max_attempts = 1;
+    options.retry_budget = absl::ZeroDuration();
+  }
   const uint64_t slots = absl::GetFlag(FLAGS_slots);
   const uint64_t pushes = absl::GetFlag(FLAGS_pushes);
   const uint64_t base = absl::GetFlag(FLAGS_slot_base);
@@ -147,6 +164,18 @@ int Run() {
     std::fprintf(stderr, "fault_driver: %s\n",
                  (history.ok() ? client.status() : history.status()).ToString().c_str());
     return 2;
+  }
+  if (probe) {
+    Driver driver(std::move(*client), std::move(*history), slots);
+    const std::string go = absl::GetFlag(FLAGS_probe_go_file);
+    if (!go.empty()) {
+      std::ofstream(absl::GetFlag(FLAGS_probe_ready_file)) << "connected\n";
+      while (!std::filesystem::exists(go)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    }
+    driver.Pull();
+    return 0;
   }
   const absl::Status created = (*client)->CreateTable(Config(slots * options.servers.size()));
   if (!created.ok()) {

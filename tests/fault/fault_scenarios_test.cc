@@ -22,6 +22,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -29,6 +30,7 @@
 #include "httplib.h"
 #include "taups/client.h"
 #include "tests/fault/fault_cluster.h"
+#include "tests/fault/net_cut.h"
 #include "tests/test_skip.h"
 
 namespace taups::fault {
@@ -149,16 +151,53 @@ uint64_t ShardVersion(Client& admin, uint32_t s) {
   return (*stats)[s].version;
 }
 
+// Two shards and two workers, each worker incarnation pushing the run's
+// length (documented full length or CI-sized).
+FaultClusterOptions TwoShardsTwoWorkers() {
+  FaultClusterOptions options;
+  options.num_shards = 2;
+  options.num_workers = 2;
+  options.pushes = Full() ? 400 : 150;
+  return options;
+}
+
+// Waits until shard s reached a random point: a fraction in [lo, hi) of
+// `versions` (drawn from rng).
+void AwaitRandomPoint(Client& admin, uint32_t s, std::mt19937_64& rng, double lo, double hi,
+                      uint64_t versions) {
+  const uint64_t target =
+      static_cast<uint64_t>(std::uniform_real_distribution<double>(lo, hi)(rng) * versions);
+  REQUIRE(Await([&] { return ShardVersion(admin, s) >= target; }, absl::Seconds(60)));
+}
+
+// How the drivers' pulls went: how many failed, and the longest one.
+struct PullTimes {
+  size_t failed = 0;
+  double longest_s = 0;
+  std::string failures;  // the first few failed pulls, for the test's log
+};
+
+PullTimes TimePulls(const History& history) {
+  PullTimes times;
+  for (const PullOp& pull : history.pulls) {
+    const double took_s = (pull.t1 - pull.t0) * 1e-9;
+    times.longest_s = std::max(times.longest_s, took_s);
+    if (pull.status == "OK") continue;
+    if (++times.failed <= 5) {
+      absl::StrAppend(&times.failures, "pull of worker ", pull.worker, " at clock ", pull.clock,
+                      " sent at ", pull.t0, " failed after ", took_s, " s: ", pull.status, "; ");
+    }
+  }
+  return times;
+}
+
 // One seeded run: one of two shards killed with -9 at a random point and
 // restarted (with seeds drawn so, a worker killed and restarted too).
 void KillShardRun(uint64_t seed, bool sync) {
   INFO("seed " << seed);
   std::mt19937_64 rng(seed);
   TempDir run;
-  FaultClusterOptions options;
-  options.num_shards = 2;
-  options.num_workers = 2;
-  options.pushes = Full() ? 400 : 150;
+  FaultClusterOptions options = TwoShardsTwoWorkers();
   // Short leases under sync: a killed worker's steps close without it soon.
   options.shard_args = {"--checkpoint_every_versions=10", "--checkpoint_keep=3",
                         sync ? "--lease_s=2" : "--lease_s=10"};
@@ -174,10 +213,8 @@ void KillShardRun(uint64_t seed, bool sync) {
   // Kill at a random point of the run (the victim at 15-60% of its
   // pushes), after its first checkpoint.
   auto admin = Connect(cluster.Servers());
-  const uint64_t target = static_cast<uint64_t>(
-      std::uniform_real_distribution<double>(0.15, 0.6)(rng) * (sync ? 1 : 2) *
-      options.pushes);  // a sync step is one version
-  REQUIRE(Await([&] { return ShardVersion(*admin, victim) >= target; }, absl::Seconds(60)));
+  // A sync step is one version.
+  AwaitRandomPoint(*admin, victim, rng, 0.15, 0.6, (sync ? 1 : 2) * options.pushes);
   REQUIRE(Await([&] { return !Checkpoints(cluster.CheckpointDir(victim)).empty(); },
                 absl::Seconds(30)));
   // Not under sync: a worker killed while a sync shard is down sometimes
@@ -208,6 +245,13 @@ void KillShardRun(uint64_t seed, bool sync) {
   const CheckReport report = cluster.Check();
   RequireClean(report);
   REQUIRE(report.restores == 1);
+  const PullTimes pulls = TimePulls(cluster.ReadHistories());
+  if (sync) {
+    // A restored sync shard lets the pulls whose pushes it lost read at
+    // once (BarrierPolicy::PullReady); none waits out its deadline.
+    INFO(pulls.failures << cluster.WorkerLog(0) << cluster.WorkerLog(1));
+    REQUIRE(pulls.failed == 0);
+  }
   if (kill_worker_too) {
     // Only the push the killed worker had in flight stays unresolved.
     REQUIRE(report.unresolved <= options.num_shards);
@@ -218,7 +262,8 @@ void KillShardRun(uint64_t seed, bool sync) {
   std::cout << "fault-figures: scenario=kill_shard" << (sync ? "_sync" : "")
             << " seed=" << seed << " worker_killed=" << kill_worker_too
             << " down_s=" << absl::ToDoubleSeconds(back)
-            << " restart_to_serving_s=" << absl::ToDoubleSeconds(restart) << " "
+            << " restart_to_serving_s=" << absl::ToDoubleSeconds(restart)
+            << " failed_pulls=" << pulls.failed << " longest_pull_s=" << pulls.longest_s << " "
             << report.Summary() << std::endl;
 }
 
@@ -228,11 +273,10 @@ TEST_CASE("kill -9 of a shard at a random point: back within 10 s, the run finis
 
 // Sync tables restore their open step with the checkpoint, which the
 // checker's loss model leaves out (history_checker.h): checked here are no
-// double applies, shares only, the run finishing and the restore itself.
-// Hidden from CI ([.]): some runs (2 of about 15) still get stuck after the
-// restore (docs/RELIABILITY.md, "Found"); run it by name.
+// double applies, shares only, the run finishing, the restore itself, and
+// that no pull waited out its deadline after the restore.
 TEST_CASE("kill -9 of a shard under sync: the run finishes, nothing applied twice",
-          "[.][sync_restart]") {
+          "[sync_restart]") {
   for (uint64_t seed : Seeds()) KillShardRun(seed, true);
 }
 
@@ -241,10 +285,7 @@ TEST_CASE("a shard paused past the call deadline: resends are answered once, SSP
     INFO("seed " << seed);
     std::mt19937_64 rng(seed);
     TempDir run;
-    FaultClusterOptions options;
-    options.num_shards = 2;
-    options.num_workers = 2;
-    options.pushes = Full() ? 400 : 150;
+    FaultClusterOptions options = TwoShardsTwoWorkers();
     options.mode = CheckOptions::Mode::kSsp;
     options.staleness_bound = 2;
     // Long leases: the pause must not evict the workers (that is the next case).
@@ -256,9 +297,7 @@ TEST_CASE("a shard paused past the call deadline: resends are answered once, SSP
     cluster.StartWorker(1);
     const uint32_t victim = rng() % 2;
     auto admin = Connect(cluster.Servers());
-    const uint64_t target = static_cast<uint64_t>(
-        std::uniform_real_distribution<double>(0.15, 0.6)(rng) * 2 * options.pushes);
-    REQUIRE(Await([&] { return ShardVersion(*admin, victim) >= target; }, absl::Seconds(60)));
+    AwaitRandomPoint(*admin, victim, rng, 0.15, 0.6, 2 * options.pushes);
     cluster.StopShard(victim);
     Pause(rng, 1500, 2500);  // past the 1 s call deadline: pushes are resent
     cluster.ContShard(victim);
@@ -271,6 +310,122 @@ TEST_CASE("a shard paused past the call deadline: resends are answered once, SSP
     REQUIRE(report.unresolved == 0);
     REQUIRE(report.final_sum == report.acknowledged_sum);
     std::cout << "fault-figures: scenario=shard_paused seed=" << seed << " "
+              << report.Summary() << std::endl;
+  }
+}
+
+// One pull of the table by a fault_driver --probe run under `prefix` (e.g.
+// inside the cut namespace), with a deadline of `deadline_s`. It connects
+// first; `between` runs once it has (e.g. the cut), and then it pulls.
+// Returns how the pull ended.
+PullOp Probe(FaultCluster& cluster, const std::string& dir, const std::vector<std::string>& prefix,
+             double deadline_s, absl::FunctionRef<void()> between) {
+  static int probes = 0;
+  const std::string base = absl::StrCat(dir, "/probe", probes++);
+  const std::string history = base + ".history", ready = base + ".ready", go = base + ".go";
+  std::vector<std::string> args = prefix;
+  args.push_back(testing::BinDir() + "/fault_driver");
+  args.insert(args.end(), {"--probe", "--servers=" + cluster.Servers(), "--history=" + history,
+                           absl::StrCat("--slots=", cluster.slots()),
+                           absl::StrCat("--call_timeout_s=", deadline_s),
+                           "--probe_ready_file=" + ready, "--probe_go_file=" + go});
+  const std::string binary = args.front();
+  args.erase(args.begin());
+  testing::Process probe(binary, args, base + ".log");
+  REQUIRE(Await([&] { return fs::exists(ready); }, absl::Seconds(30)));
+  between();
+  std::ofstream(go) << "go\n";
+  const std::optional<int> exited = probe.Wait(absl::Seconds(30));
+  INFO("probe exited " << exited.value_or(-1000) << ": " << probe.Output());
+  REQUIRE(exited == std::optional<int>(0));
+  absl::StatusOr<History> read = ReadHistory({history});
+  REQUIRE(read.ok());
+  REQUIRE(read->pulls.size() == 1);
+  return read->pulls[0];
+}
+
+TEST_CASE("a network cut between a worker and a shard: calls fail within their deadline, "
+          "training resumes when it heals", "[netns]") {
+  TempDir scratch;
+  absl::StatusOr<std::unique_ptr<NetCut>> made = NetCut::Create(scratch.path());
+  if (!made.ok()) {
+    TAUPS_SKIP("cannot make a network namespace with a veth pair and nftables rules here: "
+               << made.status().message());
+  }
+  NetCut& cut = **made;
+  constexpr double kDeadlineS = 1.0;
+  for (uint64_t seed : Seeds()) {
+    INFO("seed " << seed);
+    std::mt19937_64 rng(seed);
+    TempDir run;
+    FaultClusterOptions options = TwoShardsTwoWorkers();
+    options.host = cut.host_address();
+    options.worker_prefix = {{}, cut.Exec()};  // worker 1 inside the namespace
+    options.shard_args = {"--lease_s=30"};
+    options.driver_args = {"--consistency=async", "--step_ms=5",
+                           absl::StrCat("--call_timeout_s=", kDeadlineS), "--retry_budget_s=60"};
+    FaultCluster cluster(run.path(), options);
+    cluster.StartWorker(0);
+    cluster.StartWorker(1);
+    const uint32_t victim = rng() % 2;
+    auto admin = Connect(cluster.Servers());
+    AwaitRandomPoint(*admin, victim, rng, 0.15, 0.5, 2 * options.pushes);
+    // A connection made inside the namespace before the cut: the shard
+    // stops answering on it, and the call fails by its deadline. From
+    // outside the shard still answers.
+    int64_t cut_at = 0;
+    uint64_t version_at_cut = 0;
+    const PullOp inside = Probe(cluster, run.path(), cut.Exec(), kDeadlineS, [&] {
+      REQUIRE(cut.Cut(cluster.Port(victim)).ok());
+      cut_at = NowNanos();
+      version_at_cut = ShardVersion(*admin, victim);
+    });
+    const PullOp outside = Probe(cluster, run.path(), {}, kDeadlineS, [] {});
+    Pause(rng, 2000, 3000);
+    const uint64_t version_at_heal = ShardVersion(*admin, victim);
+    REQUIRE(cut.Heal().ok());
+    const int64_t healed_at = NowNanos();
+    for (int code : cluster.WaitWorkers(absl::Seconds(120))) {
+      INFO(cluster.WorkerLog(0) << cluster.WorkerLog(1));
+      REQUIRE(code == 0);
+    }
+    const double inside_s = (inside.t1 - inside.t0) * 1e-9;
+    INFO("probe inside the cut: " << inside.status << " after " << inside_s << " s");
+    REQUIRE(inside.status != "OK");
+    CHECK(inside_s <= kDeadlineS + 0.5);
+    REQUIRE(outside.status == "OK");
+    // Worker 0 trained on with the shard while worker 1 was cut from it.
+    REQUIRE(version_at_heal > version_at_cut);
+    // Worker 1 got nothing through to that shard during the cut: every push
+    // it sent then was answered only after the heal (resent until then).
+    const History history = cluster.ReadHistories();
+    double resumed_s = -1;
+    size_t held = 0;
+    for (const PushOp& push : history.pushes) {
+      if (push.worker != 1 || !push.finished || push.t1 < cut_at + 100'000'000) continue;
+      if (push.t0 < healed_at) {
+        INFO("worker 1's push " << push.seq << " sent during the cut");
+        REQUIRE(push.t1 >= healed_at);
+        ++held;
+      }
+      const double after = (push.t1 - healed_at) * 1e-9;
+      if (push.t1 >= healed_at && (resumed_s < 0 || after < resumed_s)) resumed_s = after;
+    }
+    REQUIRE(held >= 1);
+    REQUIRE(resumed_s >= 0);
+    // TCP resends what was dropped with a backoff that doubles: the first
+    // retransmission after the heal comes within about the cut's length.
+    const double cut_s = (healed_at - cut_at) * 1e-9;
+    CHECK(resumed_s <= cut_s + 2.0);
+    const CheckReport report = cluster.Check();
+    RequireClean(report);
+    REQUIRE(report.unresolved == 0);  // every resend resolved, each applied once
+    REQUIRE(report.final_sum == report.acknowledged_sum);
+    std::cout << "fault-figures: scenario=network_cut seed=" << seed
+              << " cut_s=" << cut_s << " probe_inside=" << inside.status
+              << " probe_inside_s=" << inside_s
+              << " others_versions_during_cut=" << version_at_heal - version_at_cut
+              << " held_pushes=" << held << " resumed_after_heal_s=" << resumed_s << " "
               << report.Summary() << std::endl;
   }
 }
