@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,63 @@ void FlipByteOf(const std::string& path) {
   f.get(c);
   f.seekp(40);
   f.put(static_cast<char>(c ^ 0x20));
+}
+
+// The keys of `t` as a set.
+std::set<uint64_t> KeySet(const std::vector<uint64_t>& keys) {
+  return std::set<uint64_t>(keys.begin(), keys.end());
+}
+
+void ApplyKeys(SparseTable& table, const std::vector<uint64_t>& keys) {
+  const std::vector<float> values(keys.size() * kDim, 0.5f);
+  GradientPart part;
+  part.keys = keys;
+  part.values = values;
+  table.Apply(part, 1.0f, 0);
+}
+
+TEST_CASE("a sparse table tells the rows changed and the keys gone since a cut") {
+  TableConfig config = TableConfig::Sparse("t", kDim);
+  config.sparse_max_rows = SparseTable::kStripes;  // one row a stripe
+  SparseTable table(config);
+  std::vector<uint64_t> first, second;
+  for (uint64_t k = 0; k < 64; ++k) first.push_back(k);
+  for (uint64_t k = 1000; k < 1200; ++k) second.push_back(k);
+  ApplyKeys(table, first);
+  const std::set<uint64_t> at_cut1 = KeySet(table.Export().keys);
+  SparseTable::Changes full = table.ExportChanges(0, 1);
+  REQUIRE(full.complete);
+  REQUIRE(KeySet(full.rows.keys) == at_cut1);
+
+  ApplyKeys(table, second);  // every key new: evicts
+  const std::set<uint64_t> live = KeySet(table.Export().keys);
+  std::set<uint64_t> changed, gone;
+  for (uint64_t k : live) {
+    if (k >= 1000) changed.insert(k);  // the rows of cut 1 were not updated
+  }
+  // Rows held at cut 1 or made since, without a row now (keys of `first`
+  // that lost their stripe before cut 1 are not news).
+  std::set<uint64_t> since_cut1 = at_cut1;
+  since_cut1.insert(second.begin(), second.end());
+  for (uint64_t k : since_cut1) {
+    if (!live.count(k)) gone.insert(k);
+  }
+  REQUIRE(!gone.empty());
+  SparseTable::Changes delta = table.ExportChanges(1, 2);
+  REQUIRE(delta.complete);
+  REQUIRE(KeySet(delta.rows.keys) == changed);
+  REQUIRE(KeySet(delta.removed) == gone);
+  // As after a failed write: the changes since cut 1 are told again.
+  SparseTable::Changes again = table.ExportChanges(1, 3);
+  REQUIRE(KeySet(again.rows.keys) == changed);
+  REQUIRE(KeySet(again.removed) == gone);
+  REQUIRE(table.ExportChanges(3, 4).rows.keys.empty());
+
+  // A restored table cannot tell what changed before: whole next time.
+  REQUIRE(table.Import(table.Export()).ok());
+  REQUIRE(!table.ExportChanges(4, 5).complete);
+  REQUIRE(table.ExportChanges(0, 6).complete);
+  REQUIRE(table.ExportChanges(6, 7).complete);
 }
 
 TEST_CASE("a chain of deltas restores the tables, evicted rows gone") {
