@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <future>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
