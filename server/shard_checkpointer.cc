@@ -183,7 +183,10 @@ absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::Take(
   }
   if (one_cut) checkpoint.header.sync_step = step;
   if (step_cut && checkpoint.header.sync_step != step_cut) {
-    return absl::InternalError("a step cut whose tables disagree on the step");
+    // A sync table created or switched to sync after the copies were taken.
+    spdlog::warn("checkpoint of step {} not written: a sync table of the shard was "
+                 "not cut at that step", *step_cut);
+    return absl::FailedPreconditionError("a step cut whose tables disagree on the step");
   }
   absl::StatusOr<CheckpointWriteInfo> written = files_->Write(checkpoint);
   absl::MutexLock stats_lock(&stats_mu_);
@@ -233,8 +236,13 @@ void ShardCheckpointer::OnStepClosed(
     absl::FunctionRef<PartitionSnapshot(absl::FunctionRef<TableSnapshot(Table&)>)>
         snapshot) {
   if (steps_closed % options_.every_steps != 0) return;
+  const absl::Time start = absl::Now();
   PartitionCheckpoint copy =
       CheckpointOf(partition, snapshot([](Table& t) { return t.Export(); }));
+  {
+    absl::MutexLock lock(&stats_mu_);  // a leaf, like steps_mu_
+    stats_.longest_pause = std::max(stats_.longest_pause, absl::Now() - start);
+  }
   absl::MutexLock lock(&steps_mu_);
   step_copies_[steps_closed][table] = std::move(copy);
   // A table far ahead of another must not pile up copies: keep 4 steps.
