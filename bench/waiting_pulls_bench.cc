@@ -21,11 +21,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "bench/server_process.h"
 #include "httplib.h"
 #include "ps.grpc.pb.h"
+#include "tests/dense_pull_flood.h"
 
 ABSL_FLAG(std::string, pulls, "1000,10000", "Waiting pulls to measure, comma-separated.");
 ABSL_FLAG(std::string, dir, "/tmp", "Scratch directory for the server's log.");
@@ -35,52 +35,18 @@ namespace {
 
 constexpr uint64_t kSize = 64;
 
-// N pulls in flight through the client's callback API; counts answers.
-class Pulls {
+// n pulls of `table` by worker 0 at `clock`, in flight at once.
+class Pulls : public DensePullFlood {
  public:
   Pulls(v1::ParameterServer::Stub* stub, const std::string& table, int n,
         uint64_t clock)
-      : calls_(n) {
-    for (auto& call : calls_) {
-      call = std::make_unique<Call>();
-      call->request.set_table(table);
-      call->request.set_count(kSize);
-      call->request.set_clock(clock);
-      Call* c = call.get();
-      stub->async()->PullDense(&c->context, &c->request, &c->response,
-                               [this](grpc::Status status) {
-                                 absl::MutexLock lock(&mu_);
-                                 ok_ += status.ok() ? 1 : 0;
-                                 ++done_;
-                               });
-    }
-  }
-  ~Pulls() {
-    Cancel();
-    Wait();
-  }
-  void Cancel() {
-    for (auto& call : calls_) call->context.TryCancel();
-  }
+      : DensePullFlood(stub, table, kSize, /*worker=*/0, clock, n) {}
+  void Cancel() { CancelAll(); }
+  // Waits for every answer; how many were OK.
   int Wait() {
-    absl::MutexLock lock(&mu_);
-    auto all = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return done_ == static_cast<int>(calls_.size());
-    };
-    mu_.Await(absl::Condition(&all));
-    return ok_;
+    AllDone(absl::InfiniteDuration());
+    return Count(grpc::StatusCode::OK);
   }
-
- private:
-  struct Call {
-    grpc::ClientContext context;
-    v1::PullDenseRequest request;
-    v1::PullDenseResponse response;
-  };
-  std::vector<std::unique_ptr<Call>> calls_;
-  absl::Mutex mu_;
-  int done_ ABSL_GUARDED_BY(mu_) = 0;
-  int ok_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 absl::Status Check(const grpc::Status& status, const char* what) {

@@ -11,7 +11,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include <csignal>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -20,10 +19,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "httplib.h"
 #include "ps.grpc.pb.h"
+#include "tests/dense_pull_flood.h"
 #include "tests/process_harness.h"
 
 namespace taups::testing {
@@ -155,77 +154,14 @@ struct Server {
   std::unique_ptr<v1::ParameterServer::Stub> stub;
 };
 
-// `n` pulls of "w" by worker 0 at clock 1 with no deadline, sent through the
-// client's callback API (no client thread per call).
-class PullFlood {
+// `n` pulls of "w" by worker 0 at clock 1 with no deadline.
+class PullFlood : public DensePullFlood {
  public:
-  PullFlood(v1::ParameterServer::Stub* stub, int n) : calls_(n) {
-    for (auto& call : calls_) {
-      call = std::make_unique<Call>();
-      call->request.set_table("w");
-      call->request.set_count(kSize);
-      call->request.set_worker_id(0);
-      call->request.set_clock(1);
-      Call* c = call.get();
-      stub->async()->PullDense(&c->context, &c->request, &c->response,
-                               [this, c](grpc::Status status) {
-                                 absl::MutexLock lock(&mu_);
-                                 c->status = std::move(status);
-                                 ++done_;
-                               });
-    }
-  }
-  ~PullFlood() {
-    CancelAll();
-    AllDone(absl::Seconds(30));
-  }
-
-  void CancelAll() {
-    for (auto& call : calls_) call->context.TryCancel();
-  }
-  bool AllDone(absl::Duration timeout) {
-    absl::MutexLock lock(&mu_);
-    auto all = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return done_ == static_cast<int>(calls_.size());
-    };
-    return mu_.AwaitWithTimeout(absl::Condition(&all), timeout);
-  }
-  int Done() {
-    absl::MutexLock lock(&mu_);
-    return done_;
-  }
-  int Count(grpc::StatusCode code) {
-    absl::MutexLock lock(&mu_);
-    int n = 0;
-    for (auto& call : calls_) n += call->status.error_code() == code ? 1 : 0;
-    return n;
-  }
-  // Every answer is OK, of `step`, and holds `value` first.
+  PullFlood(v1::ParameterServer::Stub* stub, int n)
+      : DensePullFlood(stub, "w", kSize, /*worker=*/0, /*clock=*/1, n) {}
   bool AllAnswered(uint64_t step, float value) {
-    absl::MutexLock lock(&mu_);
-    for (auto& call : calls_) {
-      const std::string& bytes = call->response.values();
-      if (!call->status.ok() || call->response.step() != step ||
-          bytes.size() != kSize * sizeof(float)) {
-        return false;
-      }
-      float first = 0;
-      std::memcpy(&first, bytes.data(), sizeof(float));
-      if (first != value) return false;
-    }
-    return true;
+    return DensePullFlood::AllAnswered(step, value, kSize);
   }
-
- private:
-  struct Call {
-    grpc::ClientContext context;
-    v1::PullDenseRequest request;
-    v1::PullDenseResponse response;
-    grpc::Status status;
-  };
-  std::vector<std::unique_ptr<Call>> calls_;
-  absl::Mutex mu_;
-  int done_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 TEST_CASE("1,000 waiting sync pulls hold no server thread each; cancelling frees them") {
