@@ -71,6 +71,7 @@ ClientOptions WorkerOptions(const LoadConfig& config, uint32_t worker_id,
   options.worker_id = worker_id;
   options.channels_per_shard = 1;  // its own channel: W connections in all
   options.register_worker = register_worker;
+  options.lease = config.lease;
   options.call_timeout = absl::Seconds(20);
   options.retry_budget = absl::Seconds(20);
   return options;

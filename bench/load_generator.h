@@ -27,6 +27,9 @@ struct LoadConfig {
   size_t table_bytes = 64 << 10;  // float32 payload of each pull and push
   absl::Duration duration = absl::Seconds(3);
   uint32_t first_worker_id = 1;   // workers are first_worker_id + 0..W-1
+  // The lease each worker asks for (ClientOptions::lease; zero = the
+  // server's default).
+  absl::Duration lease = absl::ZeroDuration();
   std::string table_name;
 };
 

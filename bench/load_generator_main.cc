@@ -40,6 +40,11 @@ ABSL_FLAG(std::string, table_bytes, "64KiB",
 ABSL_FLAG(bool, short, false,
           "CI smoke: W = 4,32, 1 s each, 16 KiB tables (flags given "
           "explicitly still win).");
+ABSL_FLAG(double, lease_s, 30.0,
+          "Lease each worker asks for, in seconds (0: the server's default, "
+          "10 s). Longer than the default because 256 workers' heartbeat "
+          "threads on a loaded 2-CPU machine can fall a default lease "
+          "behind.");
 ABSL_FLAG(std::string, server_binary, "",
           "ps_server to start; default: the one next to this binary.");
 ABSL_FLAG(std::vector<std::string>, server_args, {},
@@ -129,7 +134,8 @@ absl::Status Run() {
   description.push_back(absl::StrCat(
       "each worker: its own Client (worker id, registration, 1 channel), "
       "PullDense + PushDense + Clock of a ", FormatBytes(table_bytes),
-      " table, ", seconds, " s per row"));
+      " table, ", seconds, " s per row, lease asked for ",
+      absl::GetFlag(FLAGS_lease_s), " s"));
   description.push_back(
       "latencies in ms over every call of every worker; server threads "
       "before the workers connected → peak; RSS per worker = (peak - "
@@ -154,6 +160,7 @@ absl::Status Run() {
       config.table_bytes = table_bytes;
       config.duration = absl::Seconds(seconds);
       config.first_worker_id = next_worker_id;
+      config.lease = absl::Seconds(absl::GetFlag(FLAGS_lease_s));
       config.table_name = absl::StrCat("load_", KindName(kind), "_", w);
       next_worker_id += static_cast<uint32_t>(w);
       std::fprintf(stderr, "  %s W=%d ...\n", KindName(kind).c_str(), w);
