@@ -110,4 +110,9 @@ void AppendFlagRanges(std::vector<FlagRange>& ranges,
   ranges.insert(ranges.end(), more.begin(), more.end());
 }
 
+bool FlagOffDefault(const char* name) {
+  const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+  return flag != nullptr && flag->CurrentValue() != flag->DefaultValue();
+}
+
 }  // namespace taups

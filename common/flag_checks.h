@@ -57,6 +57,11 @@ absl::Status CheckNumericFlags(absl::Span<const FlagRange> ranges);
 void AppendFlagRanges(std::vector<FlagRange>& ranges,
                       absl::Span<const FlagRange> more);
 
+// Whether the flag `name` holds a value other than its default (so was
+// set, to something else than the default); false for a name no flag has.
+// (This Abseil cannot tell "given its default value" from "not given".)
+bool FlagOffDefault(const char* name);
+
 }  // namespace taups
 
 #endif  // TAUPS_COMMON_FLAG_CHECKS_H_

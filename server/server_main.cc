@@ -2,6 +2,7 @@
 //
 //   ps_server --shard_index=0 --num_shards=2 --port=7000
 //   ps_server --cluster_file=/etc/taups/cluster.txt --shard_index=1
+//   ps_server --config=/etc/taups/cluster.textproto --shard_index=1
 #include <signal.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "common/malloc_tuning.h"
 #include "common/port_file.h"
 #include "common/transport_security.h"
+#include "server/cluster_config.h"
 #include "server/cluster_file.h"
 #include "server/limits.h"
 #include "server/shard_server.h"
@@ -52,6 +54,12 @@ ABSL_FLAG(int, port, 7000,
 ABSL_FLAG(std::string, cluster_file, "",
           "File listing every shard's host:port in shard order; this shard "
           "listens on the port of line --shard_index.");
+ABSL_FLAG(std::string, config, "",
+          "Cluster config file (protobuf text format; see "
+          "/usr/share/taups/config/cluster.textproto.example): the shard list "
+          "(this shard listens on the port of shard[--shard_index]) and tables "
+          "created at start. Instead of --cluster_file; --num_shards and "
+          "--port, if set too, must agree with it.");
 ABSL_FLAG(std::string, port_file, "",
           "Once listening, write the bound port to this file (for scripts and "
           "tests that start shards on --port=0).");
@@ -217,6 +225,42 @@ taups::ServerLimits LimitsFromFlags() {
   return limits;
 }
 
+// --config: the shards and tables of a cluster config file. --num_shards
+// and --port left at their defaults yield to the file; set to anything
+// else they must agree with it (a contradiction is refused, naming both).
+absl::Status ApplyConfigFile(const std::string& host,
+                             taups::ShardServerOptions& options) {
+  const std::string path = absl::GetFlag(FLAGS_config);
+  if (!absl::GetFlag(FLAGS_cluster_file).empty()) {
+    return absl::InvalidArgumentError(
+        "--config and --cluster_file both list the shards: give one");
+  }
+  absl::StatusOr<taups::ClusterConfig> config = taups::ReadClusterConfig(path);
+  if (!config.ok()) return config.status();
+  const auto shards = static_cast<uint32_t>(config->shards.size());
+  if (taups::FlagOffDefault("num_shards") && absl::GetFlag(FLAGS_num_shards) != shards) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--num_shards=", absl::GetFlag(FLAGS_num_shards), " but --config ",
+        path, " lists ", shards, " shards"));
+  }
+  if (options.shard_index >= shards) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--shard_index=", options.shard_index, " but --config ", path,
+        " lists ", shards, " shards"));
+  }
+  const std::string& address = config->shards[options.shard_index];
+  const int port = *taups::PortOf(address);  // checked when read
+  if (taups::FlagOffDefault("port") && absl::GetFlag(FLAGS_port) != port) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--port=", absl::GetFlag(FLAGS_port), " but --config ", path,
+        " gives shard ", options.shard_index, " the address ", address));
+  }
+  options.num_shards = shards;
+  options.listen_address = absl::StrCat(host, ":", port);
+  options.tables = std::move(config->tables);
+  return absl::OkStatus();
+}
+
 int Fail(const absl::Status& status) {
   taups::LogFailure(status.ToString());
   return 1;
@@ -287,7 +331,9 @@ int main(int argc, char** argv) {
   options.shard_index = absl::GetFlag(FLAGS_shard_index);
   options.num_shards = absl::GetFlag(FLAGS_num_shards);
   options.listen_address = absl::StrCat(host, ":", absl::GetFlag(FLAGS_port));
-  if (!absl::GetFlag(FLAGS_cluster_file).empty()) {
+  if (!absl::GetFlag(FLAGS_config).empty()) {
+    if (absl::Status s = ApplyConfigFile(host, options); !s.ok()) return Fail(s);
+  } else if (!absl::GetFlag(FLAGS_cluster_file).empty()) {
     auto shards = taups::ReadClusterFile(absl::GetFlag(FLAGS_cluster_file));
     if (!shards.ok()) return Fail(shards.status());
     options.num_shards = static_cast<uint32_t>(shards->size());

@@ -24,6 +24,7 @@
 #include "common/build_info.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
+#include "server/configured_tables.h"
 #include "server/parameter_store.h"
 #include "server/shard_metrics.h"
 #include "proto/grpc_credentials.h"
@@ -258,6 +259,10 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
     absl::Status restored = RestoreOrStartEmpty(options, *state->checkpointer);
     if (!restored.ok()) return restored;
     state->metrics.Add([s](MetricsWriter& out) { s->checkpointer->WriteMetrics(out); });
+  }
+  if (absl::Status made = CreateConfiguredTables(options.tables, *state->store);
+      !made.ok()) {
+    return made;
   }
 
   EnableHealthAndReflection();  // before the builder: it collects plugins

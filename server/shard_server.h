@@ -13,12 +13,14 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/transport_security.h"
 #include "server/limits.h"
 #include "server/shard_checkpointer.h"
+#include "taups/table_config.h"
 
 namespace taups {
 
@@ -58,6 +60,10 @@ struct ShardServerOptions {
   // Shutdown takes a last checkpoint after in-flight calls finished.
   ShardCheckpointerOptions checkpoints;
   bool start_empty = false;
+  // Tables to create once the restore is done, before the port opens
+  // (ps_server --config; server/configured_tables.h): a table restored
+  // from the checkpoint keeps its own settings.
+  std::vector<TableConfig> tables;
   // Prometheus /metrics, /healthz, /readyz (common/metrics_http.h) on this
   // port of metrics_host; -1: none, 0: any free port (see metrics_port()).
   int metrics_port = -1;

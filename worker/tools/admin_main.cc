@@ -15,6 +15,7 @@
 #include "common/grpc_logging.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "server/cluster_config.h"
 #include "taups/client.h"
 #include "worker/tools/cluster_status.h"
 #include "worker/tools/policy_flags.h"
@@ -22,6 +23,9 @@
 
 ABSL_FLAG(std::string, servers, "",
           "Comma-separated host:port of every shard, in shard order");
+ABSL_FLAG(std::string, config, "",
+          "Cluster config file (as ps_server --config): the shards, instead "
+          "of --servers");
 ABSL_FLAG(std::string, table, "", "The table to inspect or change");
 ABSL_FLAG(std::string, tables, "",
           "status: comma-separated tables to show (default: --table)");
@@ -41,8 +45,10 @@ std::vector<FlagRange> AllFlagRanges() {
 
 absl::StatusOr<std::unique_ptr<Client>> ConnectAdmin() {
   ClientOptions options;
-  options.servers = absl::StrSplit(absl::GetFlag(FLAGS_servers), ',',
-                                   absl::SkipWhitespace());
+  ASSIGN_OR_RETURN(ClusterConfig cluster,
+                   ClusterFromServersOrConfig(absl::GetFlag(FLAGS_servers),
+                                              absl::GetFlag(FLAGS_config)));
+  options.servers = std::move(cluster.shards);
   options.register_worker = false;  // an observer, not a worker
   options.worker_id = UINT32_MAX;
   options.connect_timeout = absl::Seconds(5);

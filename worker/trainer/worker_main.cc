@@ -27,6 +27,7 @@
 #include "common/metrics_http.h"
 #include "common/port_file.h"
 #include "common/status_macros.h"
+#include "server/cluster_config.h"
 #include "spdlog/spdlog.h"
 #include "taups/client.h"
 #include "worker/trainer/ctr_trainer.h"
@@ -44,6 +45,11 @@ ABSL_FLAG(double, retry_budget_s, 60,
 ABSL_FLAG(std::string, servers, "",
           "Comma-separated host:port of every ps_server shard, in shard-index "
           "order (required), e.g. 127.0.0.1:7000,127.0.0.1:7001");
+ABSL_FLAG(std::string, config, "",
+          "Cluster config file (as ps_server --config): the shards, instead "
+          "of --servers. When it lists tables the shards created them, and "
+          "this worker opens the model's tables instead of creating them "
+          "(--create_tables is then ignored).");
 ABSL_FLAG(uint32_t, worker_id, 0,
           "This worker's index in [0, --num_workers); selects its data shard");
 ABSL_FLAG(uint32_t, num_workers, 1,
@@ -249,6 +255,17 @@ absl::StatusOr<TrainerOptions> OptionsFromFlags() {
   return options;
 }
 
+// The shards, from --servers or --config. A config that lists tables
+// made the shards create them: the worker then opens the model's tables
+// (as with --create_tables=false) instead of creating its own.
+absl::StatusOr<std::vector<std::string>> ShardList(TrainerOptions& options) {
+  ASSIGN_OR_RETURN(ClusterConfig config,
+                   ClusterFromServersOrConfig(absl::GetFlag(FLAGS_servers),
+                                              absl::GetFlag(FLAGS_config)));
+  if (!config.tables.empty()) options.create_tables = false;
+  return config.shards;
+}
+
 // The worker's Prometheus endpoint (--metrics_port): build info and
 // `metrics`, ready once training runs. Null when --metrics_port is -1.
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> StartMetrics(
@@ -276,12 +293,10 @@ absl::Status Run() {
                    CreateMathBackend(device));
 
   ClientOptions client_options;
-  std::vector<std::string> servers =
-      absl::StrSplit(absl::GetFlag(FLAGS_servers), ',', absl::SkipWhitespace());
-  client_options.servers = std::move(servers);
+  ASSIGN_OR_RETURN(client_options.servers, ShardList(options));
   if (client_options.servers.empty()) {
     return absl::InvalidArgumentError(
-        "--servers is required (comma-separated host:port list)");
+        "--servers (comma-separated host:port list) or --config is required");
   }
   client_options.worker_id = options.worker_id;
   client_options.retry_budget = absl::Seconds(absl::GetFlag(FLAGS_retry_budget_s));
