@@ -1,5 +1,6 @@
 #include "server/grpc_auth.h"
 
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "wire_convert.h"
@@ -7,61 +8,68 @@
 namespace taups {
 namespace {
 
-// Set by the processor on a call whose credential named a principal.
-constexpr char kPrincipalProperty[] = "taups_principal";
+constexpr char kAuthorizationKey[] = "authorization";
 constexpr char kBearerPrefix[] = "Bearer ";
 
-class PrincipalProcessor final : public grpc::AuthMetadataProcessor {
+absl::string_view View(const grpc::string_ref& ref) {
+  return absl::string_view(ref.data(), ref.size());
+}
+
+// A client certificate's common name or subject alternative names, mapped
+// by the table's "cert" lines. The certificate's properties belong to the
+// connection, which is the certificate's scope.
+const Principal* FromCertificate(const PrincipalTable& table,
+                                 const grpc::AuthContext& context) {
+  for (const char* property :
+       {"x509_common_name", "x509_subject_alternative_name"}) {
+    for (const grpc::string_ref& name : context.FindPropertyValues(property)) {
+      const Principal* principal = table.FindByCertName(View(name));
+      if (principal != nullptr) return principal;
+    }
+  }
+  return nullptr;
+}
+
+// The principal of one call's "authorization" value: UNAUTHENTICATED when
+// it is not "Bearer <token>" or the token is unknown.
+absl::StatusOr<const Principal*> FromBearer(const PrincipalTable& table,
+                                            absl::string_view value) {
+  if (!absl::StartsWith(value, kBearerPrefix)) {
+    return absl::UnauthenticatedError(
+        "authorization metadata is not 'Bearer <token>'");
+  }
+  const Principal* principal =
+      table.FindByToken(value.substr(sizeof(kBearerPrefix) - 1));
+  if (principal == nullptr) {
+    return absl::UnauthenticatedError("unknown bearer token");
+  }
+  return principal;
+}
+
+// Refuses a malformed or unknown token before the call reaches a handler.
+// It records nothing: in gRPC 1.51 the AuthContext a processor is handed
+// is the connection's, shared by every call on it, so a property added
+// here would outlive the call (the next call without a token would be
+// served as this one's principal) and grow with every call. Handlers name
+// the caller from the call's own metadata instead (AuthGate::Check).
+class TokenScreen final : public grpc::AuthMetadataProcessor {
  public:
-  explicit PrincipalProcessor(const AuthGate* gate) : gate_(gate) {}
+  explicit TokenScreen(const AuthGate* gate) : gate_(gate) {}
 
   // Looking a token up is cheap: run on gRPC's own thread.
   bool IsBlocking() const override { return false; }
 
-  grpc::Status Process(const InputMetadata& metadata, grpc::AuthContext* context,
-                       OutputMetadata* consumed, OutputMetadata*) override {
-    const std::shared_ptr<const PrincipalTable> table = gate_->principals();
-    const Principal* principal = nullptr;
-    auto header = metadata.find("authorization");
-    if (header != metadata.end()) {
-      const absl::string_view value(header->second.data(), header->second.size());
-      if (!absl::StartsWith(value, kBearerPrefix)) {
-        return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                            "authorization metadata is not 'Bearer <token>'");
-      }
-      principal = table->FindByToken(value.substr(sizeof(kBearerPrefix) - 1));
-      if (principal == nullptr) {
-        return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                            "unknown bearer token");
-      }
-      // Handlers never see the token.
-      consumed->emplace(std::string(header->first.data(), header->first.size()),
-                        std::string(header->second.data(), header->second.size()));
-    } else {
-      principal = FromCertificate(*table, *context);
-    }
-    if (principal != nullptr) {
-      context->AddProperty(kPrincipalProperty, principal->name);
-    }
+  grpc::Status Process(const InputMetadata& metadata, grpc::AuthContext*,
+                       OutputMetadata*, OutputMetadata*) override {
+    auto header = metadata.find(kAuthorizationKey);
+    if (header == metadata.end()) return grpc::Status::OK;
+    const absl::StatusOr<const Principal*> principal =
+        FromBearer(*gate_->principals(), View(header->second));
+    if (!principal.ok()) return ToGrpcStatus(principal.status());
     return grpc::Status::OK;
   }
 
  private:
-  // A client certificate's common name or subject alternative names, mapped
-  // by the table's "cert" lines.
-  static const Principal* FromCertificate(const PrincipalTable& table,
-                                          const grpc::AuthContext& context) {
-    for (const char* property :
-         {"x509_common_name", "x509_subject_alternative_name"}) {
-      for (const grpc::string_ref& name : context.FindPropertyValues(property)) {
-        const Principal* principal =
-            table.FindByCertName(absl::string_view(name.data(), name.size()));
-        if (principal != nullptr) return principal;
-      }
-    }
-    return nullptr;
-  }
-
   const AuthGate* const gate_;
 };
 
@@ -93,7 +101,7 @@ std::shared_ptr<const PrincipalTable> AuthGate::principals() const {
 }
 
 std::shared_ptr<grpc::AuthMetadataProcessor> AuthGate::Processor() {
-  return std::make_shared<PrincipalProcessor>(this);
+  return std::make_shared<TokenScreen>(this);
 }
 
 grpc::Status AuthGate::Check(const grpc::ServerContextBase& context,
@@ -101,13 +109,18 @@ grpc::Status AuthGate::Check(const grpc::ServerContextBase& context,
                              std::optional<uint32_t> worker_id) const {
   const std::shared_ptr<const PrincipalTable> table = principals();
   const Principal* caller = nullptr;
-  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
-  if (auth != nullptr) {
-    for (const grpc::string_ref& name :
-         auth->FindPropertyValues(kPrincipalProperty)) {
-      // Null when a reload removed the principal since the call arrived.
-      caller = table->FindByName(absl::string_view(name.data(), name.size()));
-    }
+  // A call's token is looked up again in the table of now (a reload may
+  // have removed it since the processor screened the call).
+  const auto& metadata = context.client_metadata();
+  auto header = metadata.find(kAuthorizationKey);
+  if (header != metadata.end()) {
+    absl::StatusOr<const Principal*> bearer = FromBearer(*table, View(header->second));
+    if (!bearer.ok()) return ToGrpcStatus(bearer.status());
+    caller = *bearer;
+  } else if (const std::shared_ptr<const grpc::AuthContext> auth =
+                 context.auth_context();
+             auth != nullptr) {
+    caller = FromCertificate(*table, *auth);
   }
   return ToGrpcStatus(Authorize(caller, method, worker_id));
 }

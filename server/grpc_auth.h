@@ -4,12 +4,17 @@
 // service handler makes, in one line, before it touches the request
 // (server/authorization.h decides).
 //
-// The processor only names the caller: a call with no credential passes
-// it and is refused by the handler's check (so gRPC's health service stays
-// reachable), while a token that is presented but unknown, or not of the
-// "Bearer <token>" form, is UNAUTHENTICATED at once. The file is read at
+// The processor only screens tokens: a token that is presented but unknown,
+// or not of the "Bearer <token>" form, is UNAUTHENTICATED before any
+// handler runs. Who the caller is, the handler's Check works out per call
+// from that call's own "authorization" metadata (else from the connection's
+// client certificate): gRPC 1.51 hands the processor the connection's
+// AuthContext, shared by all its calls, so nothing per call may be stored
+// there. A call with no credential passes the processor and is refused by
+// Check (so gRPC's health service stays reachable). The file is read at
 // Open and again at each Reload (SIGHUP in ps_server); a reload that fails
-// keeps the principals already loaded. Nothing here logs a secret.
+// keeps the principals already loaded. Nothing here logs a secret, and no
+// handler logs metadata.
 //
 // Thread-safe: the principals are an immutable table swapped under mu_.
 #ifndef TAUPS_SERVER_GRPC_AUTH_H_
