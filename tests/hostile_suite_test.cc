@@ -45,7 +45,8 @@ std::vector<CaseClass> EveryClass(const HostileShard& shard) {
           FakeRegistrationCases(shard), ReplayedSeqCases(shard), ShapeCases(shard),
           UnknownTableCases(shard), NonFiniteCases(shard),   OutOfRangeCases(shard),
           BadBlockCases(shard),     OversizedCases(shard),   BudgetCases(shard),
-          WaitingPerWorkerCases(shard), WaitingInAllCases(shard), TableCountCases(shard)};
+          WaitingPerWorkerCases(shard), WaitingInAllCases(shard), TableCountCases(shard),
+          ForgottenSeqCases(shard)};
 }
 
 TEST_CASE("hostile requests get their precise status and change nothing") {
@@ -93,7 +94,7 @@ TEST_CASE("hostile requests get their precise status and change nothing") {
   gradient[17] = 1;
   v1::PushResponse pushed;
   REQUIRE(Send(shard, Who::kTrainers, &Stub::PushDense,
-               DensePush(kDense, 0, 100, Floats(gradient)), &pushed)
+               DensePush(kDense, 0, 1000, Floats(gradient)), &pushed)
               .status.ok());
   REQUIRE(pushed.accepted());
   const std::string moved = Moved(before, shard.Digest());

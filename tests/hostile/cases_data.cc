@@ -1,6 +1,8 @@
 // What a request carries: replayed seqs, sizes and shapes that do not fit,
 // tables that are not there, non-finite and overflowing values, indices
 // and keys outside this shard.
+#include <catch2/catch.hpp>
+
 #include <cmath>
 #include <limits>
 
@@ -85,6 +87,34 @@ CaseClass ReplayedSeqCases(const HostileShard& shard) {
   c.cases.push_back(SparsePushCase(
       "worker 1's sparse seq 3 again with other keys", StatusCode::OK, "duplicate=1",
       SparsePush(kSparse, 1, 3, {keys[0]}, Floats(std::vector<float>(kDim, 2)))));
+  return c;
+}
+
+CaseClass ForgottenSeqCases(const HostileShard&) {
+  CaseClass c{"reordered seqs past the dedup window", {}, {}, {}};
+  // Legitimate: worker 0 pushes 'dense' 70 more times (seqs 201-270), more
+  // than the 64 answers the shard keeps per worker incarnation, so seqs up
+  // to 206 are let go: one of them may have been applied, and arriving now
+  // it must be refused rather than applied (again).
+  c.setup = [](HostileShard& s) {
+    for (uint64_t seq = 201; seq <= 270; ++seq) {
+      v1::PushResponse response;
+      REQUIRE(Send(s, Who::kTrainers, &Stub::PushDense,
+                   DensePush(kDense, 0, seq, DenseGradient(kDenseHere, 0.001f)), &response)
+                  .status.ok());
+      REQUIRE(response.accepted());
+    }
+  };
+  for (uint64_t seq : {1, 2, 150, 206}) {
+    c.cases.push_back(DensePushCase(
+        absl::StrCat("worker 0's seq ", seq, ", let go"), StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("push ", seq, " of worker 0 is older than this shard remembers (it "
+                     "keeps answers past push 206)"),
+        DensePush(kDense, 0, seq, DenseGradient(kDenseHere))));
+  }
+  c.cases.push_back(DensePushCase("worker 0's seq 207, still remembered", StatusCode::OK,
+                                  "duplicate=1",
+                                  DensePush(kDense, 0, 207, DenseGradient(kDenseHere))));
   return c;
 }
 

@@ -79,6 +79,7 @@ CaseClass RoleCases(const HostileShard& shard);
 CaseClass SpoofedIdentityCases(const HostileShard& shard);
 CaseClass FakeRegistrationCases(const HostileShard& shard);
 CaseClass ReplayedSeqCases(const HostileShard& shard);
+CaseClass ForgottenSeqCases(const HostileShard& shard);
 CaseClass ShapeCases(const HostileShard& shard);
 CaseClass UnknownTableCases(const HostileShard& shard);
 CaseClass NonFiniteCases(const HostileShard& shard);
