@@ -15,8 +15,10 @@
 #    and systemctl, the container enables ps-server@0 and @1 under
 #    taups-shards.target, waits for READY (Type=notify) and the STATUS=
 #    line, trains a short job through ps-worker@0, kill -9s shard 0's main
-#    pid, waits for systemd to restart it and the shard to log its restored
-#    checkpoint, reads the journal by priority, sees the other shard feed
+#    pid, waits for systemd to restart it, checks with ps_admin stats that
+#    the restarted shard holds the trained table at the version it had
+#    before the kill (from its StateDirectory checkpoint) and that it logged
+#    the restore, reads the journal by priority, sees the other shard feed
 #    the watchdog, and checks the unit's
 #    `systemd-analyze security` exposure (at most 1.5).
 #
@@ -88,7 +90,7 @@ for path in usr/bin/ps_server usr/bin/ps_worker usr/bin/ps_admin \
     usr/lib/systemd/system/ps-server@.service usr/lib/systemd/system/ps-worker@.service \
     usr/lib/systemd/system/taups-shards.target \
     usr/share/taups/config/cluster.txt.example usr/share/taups/config/ps-server.env.example \
-    usr/share/taups/config/ps-worker.env.example \
+    usr/share/taups/config/ps-worker.env.example usr/share/taups/config/cluster.textproto.example \
     usr/share/taups/prometheus/prometheus.yml.example usr/share/taups/prometheus/taups-alerts.yml \
     usr/share/taups/prometheus/taups-dashboard.json \
     usr/share/doc/taups/copyright usr/share/doc/taups/README.md \
@@ -221,6 +223,15 @@ done
 echo "ps-server@0 status: $status"
 [[ "$status" == *"last checkpoint"* ]] || fail "ps-server@0 reports no checkpoint"
 sleep 1.5  # one more timer checkpoint after the last push
+# What shard 0 holds of the dense table now: after the restart it must hold
+# the same version again (it started empty, so only its checkpoint has it).
+admin=(ps_admin --servers=127.0.0.1:7100,127.0.0.1:7101 --table=ctr_mlp stats)
+shard0_version() {
+  inside "${admin[@]}" | sed -n 's/^shard 0 table ctr_mlp: version \([0-9]*\),.*/\1/p'
+}
+version_before=$(shard0_version)
+(( ${version_before:-0} > 0 )) ||
+  fail "ps_admin stats shows no trained version on shard 0: '$version_before'"
 
 echo "== kill -9 of ps-server@0's main pid"
 old_pid=$(inside systemctl show -p MainPID --value ps-server@0)
@@ -238,6 +249,10 @@ for _ in $(seq 1 300); do
 done
 [[ -n "$new_pid" ]] || fail "systemd did not restart ps-server@0: $show"
 echo "restarted as pid $new_pid, READY $(since "$killed") s after the kill (RestartSec=2s)"
+version_after=$(shard0_version)
+[[ "$version_after" == "$version_before" ]] ||
+  fail "shard 0 holds ctr_mlp at version '$version_after' after the restart, not $version_before"
+echo "ps_admin stats: shard 0 restored ctr_mlp at version $version_after, as before the kill"
 # The first start was empty: a restore line can only be the restarted shard's.
 restored=$(inside journalctl -u ps-server@0 -o cat --no-pager | grep 'restored table' || true)
 [[ -n "$restored" ]] || fail "the restarted shard logged no restored table"
