@@ -217,9 +217,7 @@ void KillShardRun(uint64_t seed, bool sync) {
   AwaitRandomPoint(*admin, victim, rng, 0.15, 0.6, (sync ? 1 : 2) * options.pushes);
   REQUIRE(Await([&] { return !Checkpoints(cluster.CheckpointDir(victim)).empty(); },
                 absl::Seconds(30)));
-  // Not under sync: a worker killed while a sync shard is down sometimes
-  // leaves the run stuck (docs/RELIABILITY.md, "Found").
-  const bool kill_worker_too = rng() % 2 == 1 && !sync;
+  const bool kill_worker_too = rng() % 2 == 1;
   cluster.KillShard(victim);
   const absl::Time killed = absl::Now();
   const std::vector<std::string> complete = Checkpoints(cluster.CheckpointDir(victim));
@@ -252,10 +250,13 @@ void KillShardRun(uint64_t seed, bool sync) {
     INFO(pulls.failures << cluster.WorkerLog(0) << cluster.WorkerLog(1));
     REQUIRE(pulls.failed == 0);
   }
-  if (kill_worker_too) {
+  if (sync) {
+    // A sync shard's restore keeps its open step, which the checker's loss
+    // model leaves out: refused pushes stay unresolved, nothing is bounded.
+  } else if (kill_worker_too) {
     // Only the push the killed worker had in flight stays unresolved.
     REQUIRE(report.unresolved <= options.num_shards);
-  } else if (!sync) {
+  } else {
     REQUIRE(report.unresolved == 0);  // every retry resolved: final == acknowledged
     REQUIRE(report.final_sum == report.acknowledged_sum);
   }
