@@ -66,13 +66,19 @@ class ParkedPulls {
         ++pending_;
       }
       shard.stub().async()->PullDense(raw->context.get(), &raw->request, &raw->response,
-                                      [this](grpc::Status) {
+                                      [this](grpc::Status status) {
                                         std::lock_guard<std::mutex> lock(mu_);
+                                        absl::StrAppend(&answers_, status.error_code(), " ",
+                                                        status.error_message(), "; ");
                                         --pending_;
                                         done_.notify_all();
                                       });
       calls_.push_back(std::move(call));
     }
+  }
+  std::string answers() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return answers_;
   }
   void Cancel() {
     for (auto& call : calls_) call->context->TryCancel();
@@ -88,18 +94,20 @@ class ParkedPulls {
     v1::PullDenseResponse response;
   };
   std::mutex mu_;
+  std::string answers_;  // of the calls that ended, for failure messages
   std::condition_variable done_;
   int pending_ = 0;
   std::vector<std::unique_ptr<Call>> calls_;
 };
 
 // Waits until the shard counts `n` waiting pulls.
-void AwaitWaiting(HostileShard& shard, double n) {
+void AwaitWaiting(HostileShard& shard, double n, ParkedPulls& parked) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (shard.Metric("taups_waiting_pulls") != n &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  INFO("parked pulls that ended: " << parked.answers());
   REQUIRE(shard.Metric("taups_waiting_pulls") == n);
 }
 
@@ -176,11 +184,11 @@ void ParkDuring(CaseClass& c, int per_worker0, int per_worker1) {
   c.setup = [parked, per_worker0, per_worker1](HostileShard& s) {
     parked->Start(s, Who::kTrainers, 0, per_worker0);
     parked->Start(s, Who::kTrainers, 1, per_worker1);
-    AwaitWaiting(s, per_worker0 + per_worker1);
+    AwaitWaiting(s, per_worker0 + per_worker1, *parked);
   };
   c.teardown = [parked](HostileShard& s) {
     parked->Cancel();
-    AwaitWaiting(s, 0);
+    AwaitWaiting(s, 0, *parked);
   };
 }
 
