@@ -137,7 +137,7 @@ TEST_CASE("two shards, two async workers train the DLRM CTR model") {
   const auto runs = RunWorkers(
       dir, shards, 2,
       {"--model=ctr", "--steps=200", "--eval_every=100", "--eval_examples=5000",
-       "--log_every=100", "--seed=4"});
+       "--log_every=100", "--seed=4", "--prefetch=true"});
   for (const WorkerRun& run : runs) {
     INFO(run.output);
     REQUIRE(run.exit_code == 0);
@@ -174,7 +174,7 @@ TEST_CASE("two shards, two async workers train the DLRM CTR model") {
     CHECK(excesses[1] == Approx(*excess));
     CHECK(std::min(excesses[0], excesses[1]) < *constant - *planted);
     CHECK(JsonNumber(run.json, "tau_max") >= 1.0);  // async: the other's pushes
-    // It learned with the embedding rows prefetched (the default).
+    // It learned with the embedding rows prefetched (--prefetch).
     CHECK(run.output.find("embedding prefetch with the step before (async)") !=
           std::string::npos);
   }
