@@ -94,9 +94,14 @@ bool ClientCore::NoteIncarnation(uint32_t shard, uint64_t incarnation) {
   const uint64_t before = incarnations_[shard].exchange(incarnation);
   if (before != 0 && before != incarnation) {
     restarts_[shard].fetch_add(1);
+    // A restarted shard knows no workers: count the lease as lapsed, so the
+    // next push renews it first (EnsureLeases), which registers again; a
+    // push that reached the new process unregistered would be refused, and
+    // the refusal is what its seq answers from then on.
+    leases_[shard].renewed_ns = 0;
     spdlog::warn(
         "shard {} restarted (incarnation {:016x} -> {:016x}); pull before the "
-        "next push",
+        "next push, registering again first",
         shard, before, incarnation);
     return true;
   }
