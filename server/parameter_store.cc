@@ -289,8 +289,18 @@ absl::StatusOr<PushOutcome> ParameterStore::PushSliceTo(
   return entry.partition->Push(slice);
 }
 
+absl::Status ParameterStore::CheckOwnershipEpoch(uint64_t epoch) const {
+  if (epoch == 0 || epoch == ownership_.epoch()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "request routed by ownership map epoch ", epoch, ", but shard ",
+      shard_index_, " is at ownership epoch ", ownership_.epoch(),
+      "; nothing was done (route by the shard's map and send again)"));
+}
+
 void ParameterStore::RefusePush(absl::string_view table, const PushMeta& meta,
                                 const absl::Status& why) {
+  // A slice routed by another map is not one of this shard's pushes.
+  if (!CheckOwnershipEpoch(meta.ownership_epoch).ok()) return;
   if (meta.slices <= 1 || meta.slice_index >= meta.slices) return;
   absl::StatusOr<std::shared_ptr<Entry>> entry = Find(table);
   if (!entry.ok()) return;
@@ -434,6 +444,7 @@ absl::StatusOr<PullResult> ParameterStore::PullDense(absl::string_view table,
                                                      uint64_t offset,
                                                      absl::Span<float> out,
                                                      const PullContext& ctx) {
+  RETURN_IF_ERROR(CheckOwnershipEpoch(ctx.ownership_epoch));
   RETURN_IF_ERROR(CheckWorkerId(ctx.worker, limits_));
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                    FindKind(table, TableKind::kDense));
@@ -455,6 +466,7 @@ absl::StatusOr<PullResult> ParameterStore::PullDense(absl::string_view table,
 absl::StatusOr<PushOutcome> ParameterStore::PushDense(
     absl::string_view table, uint64_t offset, absl::Span<const float> gradient,
     const PushMeta& meta) {
+  RETURN_IF_ERROR(CheckOwnershipEpoch(meta.ownership_epoch));
   RETURN_IF_ERROR(CheckWorkerId(meta.origin.worker_id, limits_));
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                    FindKind(table, TableKind::kDense));
@@ -478,6 +490,7 @@ absl::StatusOr<PullResult> ParameterStore::PullSparse(
     absl::string_view table, absl::Span<const uint64_t> keys,
     absl::Span<float> out, const PullContext& ctx,
     absl::Span<uint64_t> row_versions) {
+  RETURN_IF_ERROR(CheckOwnershipEpoch(ctx.ownership_epoch));
   RETURN_IF_ERROR(CheckWorkerId(ctx.worker, limits_));
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                    FindKind(table, TableKind::kSparse));
@@ -504,6 +517,7 @@ absl::StatusOr<PullResult> ParameterStore::PullSparse(
 absl::StatusOr<PushOutcome> ParameterStore::PushSparse(
     absl::string_view table, absl::Span<const uint64_t> keys,
     absl::Span<const float> gradients, const PushMeta& meta) {
+  RETURN_IF_ERROR(CheckOwnershipEpoch(meta.ownership_epoch));
   RETURN_IF_ERROR(CheckWorkerId(meta.origin.worker_id, limits_));
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                    FindKind(table, TableKind::kSparse));

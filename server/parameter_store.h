@@ -72,6 +72,9 @@ struct PullContext {
   // caller pulls again when it is woken with OK. Unset: the pull blocks
   // until its policy lets it read or the deadline passes.
   PullWaiters::Wake* park = nullptr;
+  // The ownership map epoch the pull was routed by; 0 = not said
+  // (CheckOwnershipEpoch).
+  uint64_t ownership_epoch = 0;
 };
 
 struct PullResult {
@@ -93,6 +96,9 @@ struct PushMeta {
   // computed on (from a pull with row versions; kUnknownRowVersion where
   // unknown). When given, the outcome carries each row's tau.
   absl::Span<const uint64_t> row_base_versions;
+  // The ownership map epoch the push was routed by; 0 = not said
+  // (CheckOwnershipEpoch).
+  uint64_t ownership_epoch = 0;
 };
 
 struct Registration {
@@ -135,6 +141,12 @@ class ParameterStore {
 
   uint32_t shard_index() const { return shard_index_; }
   const OwnershipMap& ownership() const { return ownership_; }
+  // Whether a request routed by ownership map `epoch` may be served here:
+  // OK for this shard's epoch and for 0 (a client that does not say);
+  // otherwise FAILED_PRECONDITION naming both epochs. Pushes, pulls and
+  // RefusePush check it before anything else, so a request routed by
+  // another map changes nothing.
+  absl::Status CheckOwnershipEpoch(uint64_t epoch) const;
   uint32_t num_shards() const { return num_shards_; }
   const ServerLimits& limits() const { return limits_; }
   // Bytes the tables' parts are charged to the budget for.

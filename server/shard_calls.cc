@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "common/aligned_view.h"
+#include "common/status_macros.h"
 #include "common/wire_tensor.h"
 #include "wire_convert.h"
 
@@ -23,6 +24,7 @@ PushMeta PushMetaOf(const Request& request, uint32_t slices,
   meta.slices = std::max<uint32_t>(slices, 1);
   meta.slice_index = slice_index;
   meta.push_norm_sq = request.push_norm_sq();
+  meta.ownership_epoch = request.ownership_epoch();
   return meta;
 }
 
@@ -34,8 +36,8 @@ PushMeta PushMetaOf(const Request& request, uint32_t slices,
 template <typename Response, typename Read>
 absl::StatusOr<ParkedPull> AnswerPull(const std::string& table, CodecKind codec,
                         uint32_t bucket_size, uint64_t floats, Read read,
-                        uint64_t incarnation, WireTraffic* traffic,
-                        Response* response) {
+                        uint64_t incarnation, uint64_t epoch,
+                        WireTraffic* traffic, Response* response) {
   std::string* wire = response->mutable_values();
   std::vector<float> plain;
   absl::Span<float> out;
@@ -64,6 +66,7 @@ absl::StatusOr<ParkedPull> AnswerPull(const std::string& table, CodecKind codec,
   response->set_version(pulled->version);
   response->set_step(pulled->step);
   response->set_server_incarnation(incarnation);
+  response->set_ownership_epoch(epoch);
   return ParkedPull();
 }
 
@@ -89,6 +92,7 @@ absl::Status ShardCalls::GetTable(const v1::GetTableRequest& request,
   if (!info.ok()) return info.status();
   ToWire(*info, response->mutable_info());
   response->set_server_incarnation(incarnation_);
+  response->set_ownership_epoch(store_->ownership().epoch());
   return absl::OkStatus();
 }
 
@@ -107,6 +111,7 @@ absl::Status ShardCalls::PullSparse(const v1::PullSparseRequest& request,
 absl::StatusOr<ParkedPull> ShardCalls::PullDense(
     const v1::PullDenseRequest& request, absl::Time deadline,
     PullWaiters::Wake* park, v1::PullDenseResponse* response) {
+  RETURN_IF_ERROR(store_->CheckOwnershipEpoch(request.ownership_epoch()));
   const auto codec = static_cast<CodecKind>(request.pull_codec());
   if (absl::Status ok = CheckPullCodec(codec, request.pull_bucket_size());
       !ok.ok()) {
@@ -115,18 +120,20 @@ absl::StatusOr<ParkedPull> ShardCalls::PullDense(
   absl::StatusOr<uint64_t> floats = store_->DensePullFloats(
       request.table(), request.offset(), request.count());
   if (!floats.ok()) return floats.status();
-  const PullContext ctx{request.worker_id(), request.clock(), deadline, park};
+  const PullContext ctx{request.worker_id(), request.clock(), deadline, park,
+                        request.ownership_epoch()};
   return AnswerPull(
       request.table(), codec, request.pull_bucket_size(), *floats,
       [&](absl::Span<float> out) {
         return store_->PullDense(request.table(), request.offset(), out, ctx);
       },
-      incarnation_, &traffic_, response);
+      incarnation_, store_->ownership().epoch(), &traffic_, response);
 }
 
 absl::StatusOr<ParkedPull> ShardCalls::PullSparse(
     const v1::PullSparseRequest& request, absl::Time deadline,
     PullWaiters::Wake* park, v1::PullSparseResponse* response) {
+  RETURN_IF_ERROR(store_->CheckOwnershipEpoch(request.ownership_epoch()));
   const auto codec = static_cast<CodecKind>(request.pull_codec());
   if (absl::Status ok = CheckPullCodec(codec, request.pull_bucket_size());
       !ok.ok()) {
@@ -147,14 +154,15 @@ absl::StatusOr<ParkedPull> ShardCalls::PullSparse(
     row_versions = absl::MakeSpan(reinterpret_cast<uint64_t*>(row_bytes.data()),
                                   keys->size());
   }
-  const PullContext ctx{request.worker_id(), request.clock(), deadline, park};
+  const PullContext ctx{request.worker_id(), request.clock(), deadline, park,
+                        request.ownership_epoch()};
   absl::StatusOr<ParkedPull> answered = AnswerPull(
       request.table(), codec, request.pull_bucket_size(), *floats,
       [&](absl::Span<float> out) {
         return store_->PullSparse(request.table(), *keys, out, ctx,
                                   row_versions);
       },
-      incarnation_, &traffic_, response);
+      incarnation_, store_->ownership().epoch(), &traffic_, response);
   if (answered.ok() && !answered->parked() && request.with_row_versions()) {
     *response->mutable_row_versions() = std::move(row_bytes);
   }
@@ -163,6 +171,9 @@ absl::StatusOr<ParkedPull> ShardCalls::PullSparse(
 
 absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
                                    v1::PushResponse* response) {
+  // Before the gradient is read: its size is checked against the range this
+  // shard's map gives it.
+  RETURN_IF_ERROR(store_->CheckOwnershipEpoch(request.ownership_epoch()));
   const PushMeta meta =
       PushMetaOf(request, request.slices_in_push(), request.slice_index());
   std::vector<float> decoded;
@@ -184,11 +195,13 @@ absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
                      request.gradient().size(), request.encoded());
   ToWire(*outcome, response);
   response->set_server_incarnation(incarnation_);
+  response->set_ownership_epoch(store_->ownership().epoch());
   return absl::OkStatus();
 }
 
 absl::Status ShardCalls::PushSparse(const v1::PushSparseRequest& request,
                                     v1::PushResponse* response) {
+  RETURN_IF_ERROR(store_->CheckOwnershipEpoch(request.ownership_epoch()));
   std::vector<uint64_t> key_copy, base_copy;
   std::vector<float> decoded;
   absl::StatusOr<absl::Span<const uint64_t>> keys =
@@ -219,6 +232,7 @@ absl::Status ShardCalls::PushSparse(const v1::PushSparseRequest& request,
     RowTauToWire(*outcome, request.return_row_taus(), response);
   }
   response->set_server_incarnation(incarnation_);
+  response->set_ownership_epoch(store_->ownership().epoch());
   return absl::OkStatus();
 }
 

@@ -125,17 +125,21 @@ TEST_CASE("the client routes by its ownership map; a new epoch is visible") {
   std::vector<float> row(2), dense(1001);
   REQUIRE(client->PullSparse("emb", {key}, absl::MakeSpan(row)).ok());
 
-  // Epoch 2 moves the key's bucket to shard 1. The shards still check
-  // against epoch 1, so shard 1 refuses the key it was sent: the client
-  // did route by the new map. Dense tables are planned again (same ranges).
+  // Epoch 2 moves the key's bucket to shard 1. The shards are still at
+  // epoch 1, and every request says the epoch it was routed by, so shard 1
+  // refuses the key's pull for its epoch (not for the key): the client did
+  // route by the new map. Dense tables are planned again, by epoch 2 too.
   const OwnershipMap two =
       grpc.Ownership()->WithBucketMoved(grpc.Ownership()->BucketOf(key), 1);
   REQUIRE(grpc.AdoptOwnership(two).ok());
   REQUIRE(grpc.Ownership()->epoch() == 2);
   auto refused = client->PullSparse("emb", {key}, absl::MakeSpan(row));
-  REQUIRE(refused.status().code() == absl::StatusCode::kInvalidArgument);
-  REQUIRE(refused.status().message().find("belongs to shard 0") != std::string::npos);
-  REQUIRE(client->PullDense("d", absl::MakeSpan(dense)).ok());
+  REQUIRE(refused.status().code() == absl::StatusCode::kFailedPrecondition);
+  REQUIRE(refused.status().message().find(
+              "routed by ownership map epoch 2, but shard 1 is at ownership epoch 1") !=
+          std::string::npos);
+  REQUIRE(client->PullDense("d", absl::MakeSpan(dense)).status().code() ==
+          absl::StatusCode::kFailedPrecondition);
 
   // Older maps, another map at the same epoch, or another shard count: no.
   auto code = [&](const OwnershipMap& map) {

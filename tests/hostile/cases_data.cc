@@ -326,6 +326,18 @@ CaseClass OutOfRangeCases(const HostileShard& shard) {
   c.cases.push_back(DensePullCase("PullDense of 2^63 at offset 2^63",
                                   StatusCode::INVALID_ARGUMENT, "more than a table may hold",
                                   DensePull(kDense, 0, uint64_t{1} << 63, uint64_t{1} << 63)));
+  // Routed by an ownership map this shard is not at (it is at epoch 1).
+  const std::string epoch_says =
+      "routed by ownership map epoch 2, but shard 0 is at ownership epoch 1";
+  v1::PushDenseRequest other_epoch = DensePush(kDense, 0, 990, DenseGradient(kDenseHere));
+  other_epoch.set_ownership_epoch(2);
+  c.cases.push_back(DensePushCase("PushDense routed by ownership epoch 2",
+                                  StatusCode::FAILED_PRECONDITION, epoch_says, other_epoch));
+  v1::PullSparseRequest other_epoch_pull = SparsePull(kSparse, 0, {own});
+  other_epoch_pull.set_ownership_epoch(2);
+  c.cases.push_back(SparsePullCase("PullSparse routed by ownership epoch 2",
+                                   StatusCode::FAILED_PRECONDITION, epoch_says,
+                                   other_epoch_pull));
   // Worker ids the shard does not serve (--max_workers=64), by the
   // principal that owns them.
   c.cases.push_back({"Register worker 64", StatusCode::RESOURCE_EXHAUSTED, "(--max_workers)",

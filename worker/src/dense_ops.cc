@@ -75,6 +75,7 @@ std::future<absl::StatusOr<PullInfo>> ClientCore::PullDenseAsync(
     request.set_count(slice.count);
     request.set_worker_id(options_.worker_id);
     request.set_clock(ClockOf(name));
+    request.set_ownership_epoch((*meta)->ownership->epoch());
     if (pull_codec != CodecKind::kNone) {
       request.set_pull_codec(static_cast<v1::Codec>(pull_codec));
       request.set_pull_bucket_size(compression->config().pull_bucket_size);
@@ -244,6 +245,7 @@ std::future<absl::StatusOr<PushResult>> ClientCore::PushDenseImpl(
     request.set_slice_index(slice.index_in_shard);
     request.set_clock(clock);
     request.set_push_norm_sq(norm_sq);
+    request.set_ownership_epoch(plan->ownership->epoch());
     Call<v1::PushDenseRequest>(
         slice.shard, std::move(request),
         [this, state, fan, slice](const absl::Status& status,

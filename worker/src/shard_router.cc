@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/container/flat_hash_map.h"
 
 namespace taups {
 
@@ -29,19 +28,159 @@ std::vector<DenseSlice> PlanDenseSlices(const OwnershipMap& map, uint64_t size,
   return slices;
 }
 
+namespace {
+
+// Key -> index in its shard's `keys`, for one call's de-duplication. Open
+// addressing with linear probing over a power-of-two array of slots; a slot
+// belongs to the current call only when its stamp is the call's, so starting
+// a call costs nothing (no clearing, no allocation once the array is big
+// enough). Each thread keeps one between calls (see ThreadKeyIndex).
+class KeyIndex {
+ public:
+  // Forgets every key and makes room for `n` distinct ones.
+  void Reset(size_t n) {
+    uint32_t bits = 4;
+    while ((size_t{1} << bits) < 2 * n) ++bits;
+    if (slots_.size() < (size_t{1} << bits)) {
+      slots_.assign(size_t{1} << bits, Slot{});
+      stamp_ = 0;
+    }
+    mask_ = (size_t{1} << bits) - 1;
+    shift_ = 64 - bits;
+    if (++stamp_ == 0) {  // wrapped: old stamps could match again
+      for (Slot& slot : slots_) slot.stamp = 0;
+      stamp_ = 1;
+    }
+  }
+  void Prefetch(uint64_t key) const {
+    __builtin_prefetch(&slots_[Home(key)], 1);
+  }
+  // `key`'s index if it was added since Reset; else adds it with index
+  // `next`, sets *added, and returns `next`.
+  uint32_t FindOrAdd(uint64_t key, uint32_t next, bool* added) {
+    for (size_t i = Home(key);; i = (i + 1) & mask_) {
+      Slot& slot = slots_[i];
+      if (slot.stamp != stamp_) {
+        slot = Slot{key, next, stamp_};
+        *added = true;
+        return next;
+      }
+      if (slot.key == key) {
+        *added = false;
+        return slot.index;
+      }
+    }
+  }
+  size_t capacity() const { return slots_.size(); }
+
+ private:
+  struct Slot {
+    uint64_t key = 0;
+    uint32_t index = 0;
+    uint32_t stamp = 0;
+  };
+  // Fibonacci hashing: the high bits of key * 2^64/phi spread strided and
+  // clustered keys evenly.
+  size_t Home(uint64_t key) const {
+    return static_cast<size_t>((key * 0x9e3779b97f4a7c15ULL) >> shift_);
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  uint32_t shift_ = 64;
+  uint32_t stamp_ = 0;
+};
+
+// Calls of more keys than this get a KeyIndex of their own, freed at the
+// end, so a thread does not keep a huge table for one large call (2^20 keys:
+// 32 MiB of slots).
+constexpr size_t kMaxRetainedKeys = size_t{1} << 20;
+
+// How far ahead of the key being grouped its table slot is prefetched.
+constexpr size_t kPrefetchAhead = 8;
+
+void Group(absl::Span<const uint64_t> keys, absl::Span<const uint32_t> owner,
+           KeyIndex& index, std::vector<ShardKeys>& groups) {
+  index.Reset(keys.size());
+  const size_t n = keys.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n) index.Prefetch(keys[i + kPrefetchAhead]);
+    ShardKeys& group = groups[owner.empty() ? 0 : owner[i]];
+    bool added = false;
+    const uint32_t k = index.FindOrAdd(
+        keys[i], static_cast<uint32_t>(group.keys.size()), &added);
+    if (added) group.keys.push_back(keys[i]);
+    group.positions.emplace_back(static_cast<uint32_t>(i), k);
+  }
+}
+
+// out[k * dim ...] = the sum, in request order, of the gradients of the
+// positions with key index k. A key's first position (its index is the next
+// new one, as Group numbers keys) stores 0.0f + g, the rest add: exactly
+// the sums of a zero-filled buffer, without filling it first. kDim > 0 fixes
+// the row width at compile time, so the row loops are straight vector code.
+template <uint32_t kDim>
+void MergeRows(const ShardKeys& group, const float* __restrict gradients,
+               uint32_t runtime_dim, float* __restrict out) {
+  const size_t dim = kDim > 0 ? kDim : runtime_dim;
+  uint32_t next_new = 0;
+  for (const auto& [request_index, key_index] : group.positions) {
+    const float* __restrict src = gradients + size_t{request_index} * dim;
+    float* __restrict dst = out + size_t{key_index} * dim;
+    if (key_index == next_new) {
+      ++next_new;
+      for (size_t j = 0; j < dim; ++j) dst[j] = 0.0f + src[j];
+    } else {
+      for (size_t j = 0; j < dim; ++j) dst[j] += src[j];
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<ShardKeys> GroupKeysByShard(absl::Span<const uint64_t> keys,
                                         const OwnershipMap& map) {
-  std::vector<ShardKeys> groups(map.num_shards());
-  std::vector<absl::flat_hash_map<uint64_t, uint32_t>> index(map.num_shards());
-  for (uint32_t i = 0; i < keys.size(); ++i) {
-    const uint32_t shard = map.SparseOwnerOf(keys[i]);
-    ShardKeys& group = groups[shard];
-    auto [it, inserted] = index[shard].try_emplace(
-        keys[i], static_cast<uint32_t>(group.keys.size()));
-    if (inserted) group.keys.push_back(keys[i]);
-    group.positions.emplace_back(i, it->second);
+  const uint32_t shards = map.num_shards();
+  std::vector<ShardKeys> groups(shards);
+  if (keys.empty()) return groups;
+  // Owners first (skipped for one shard), so every group's vectors are
+  // allocated once at their final size.
+  std::vector<uint32_t> owner;
+  if (shards == 1) {
+    groups[0].keys.reserve(keys.size());
+    groups[0].positions.reserve(keys.size());
+  } else {
+    owner.resize(keys.size());
+    std::vector<uint32_t> count(shards, 0);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      owner[i] = map.SparseOwnerOf(keys[i]);
+      ++count[owner[i]];
+    }
+    for (uint32_t s = 0; s < shards; ++s) {
+      groups[s].keys.reserve(count[s]);
+      groups[s].positions.reserve(count[s]);
+    }
+  }
+  if (keys.size() > kMaxRetainedKeys) {
+    KeyIndex index;
+    Group(keys, owner, index, groups);
+  } else {
+    thread_local KeyIndex index;
+    Group(keys, owner, index, groups);
   }
   return groups;
+}
+
+void MergeShardGradients(const ShardKeys& group,
+                         absl::Span<const float> gradients, uint32_t dim,
+                         absl::Span<float> out) {
+  switch (dim) {
+    case 4: return MergeRows<4>(group, gradients.data(), dim, out.data());
+    case 8: return MergeRows<8>(group, gradients.data(), dim, out.data());
+    case 16: return MergeRows<16>(group, gradients.data(), dim, out.data());
+    case 32: return MergeRows<32>(group, gradients.data(), dim, out.data());
+    case 64: return MergeRows<64>(group, gradients.data(), dim, out.data());
+    default: return MergeRows<0>(group, gradients.data(), dim, out.data());
+  }
 }
 
 std::vector<std::vector<float>> MergeSparseGradients(
@@ -49,12 +188,8 @@ std::vector<std::vector<float>> MergeSparseGradients(
     uint32_t dim) {
   std::vector<std::vector<float>> merged(groups.size());
   for (size_t s = 0; s < groups.size(); ++s) {
-    merged[s].assign(groups[s].keys.size() * dim, 0.0f);
-    for (const auto& [request_index, key_index] : groups[s].positions) {
-      const float* src = gradients.data() + size_t{request_index} * dim;
-      float* dst = merged[s].data() + size_t{key_index} * dim;
-      for (uint32_t j = 0; j < dim; ++j) dst[j] += src[j];
-    }
+    merged[s].resize(groups[s].keys.size() * dim);
+    MergeShardGradients(groups[s], gradients, dim, absl::MakeSpan(merged[s]));
   }
   return merged;
 }

@@ -47,7 +47,10 @@ struct ShardKeys {
   std::vector<std::pair<uint32_t, uint32_t>> positions;
 };
 
-// Groups `keys` by their owner in `map` (result indexed by shard).
+// Groups `keys` by their owner in `map` (result indexed by shard). Owners
+// are found in one pass (none for one shard) and duplicates by an
+// open-addressing table that each thread reuses from call to call (no hash
+// map built per call; calls of over 2^20 keys use one of their own).
 std::vector<ShardKeys> GroupKeysByShard(absl::Span<const uint64_t> keys,
                                         const OwnershipMap& map);
 
@@ -57,6 +60,15 @@ std::vector<ShardKeys> GroupKeysByShard(absl::Span<const uint64_t> keys,
 std::vector<std::vector<float>> MergeSparseGradients(
     const std::vector<ShardKeys>& groups, absl::Span<const float> gradients,
     uint32_t dim);
+
+// The same for one shard, written into `out` (group.keys.size() * dim
+// floats, whose old contents are ignored): each unique key's row is
+// ((0.0f + g1) + g2) + ... over its gradients in request order, bit for bit
+// what adding them into zeros gives. `group` must be as GroupKeysByShard made it (a
+// key's first position is where its index first appears, in index order).
+void MergeShardGradients(const ShardKeys& group,
+                         absl::Span<const float> gradients, uint32_t dim,
+                         absl::Span<float> out);
 
 }  // namespace taups
 

@@ -99,6 +99,7 @@ absl::StatusOr<PullInfo> ClientCore::PullSparse(
     request.set_worker_id(options_.worker_id);
     request.set_clock(ClockOf(name));
     request.set_with_row_versions(with_versions);
+    request.set_ownership_epoch((*meta)->ownership->epoch());
     if (compression->config().pull != CodecKind::kNone) {
       request.set_pull_codec(static_cast<v1::Codec>(compression->config().pull));
       request.set_pull_bucket_size(compression->config().pull_bucket_size);
@@ -262,6 +263,7 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
     request.set_base_version(base[s]);
     request.set_clock(ClockOf(name));
     request.set_push_norm_sq(norm_sq);
+    request.set_ownership_epoch((*meta)->ownership->epoch());
     if (with_rows) {
       PackInto<uint64_t>(row_bases[s], request.mutable_row_base_versions());
       request.set_return_row_taus(true);

@@ -1,0 +1,156 @@
+// The client's key grouping and gradient merge (worker/src/shard_router)
+// against the implementation they replaced: a flat_hash_map per shard per
+// call, and sums added into zero-filled rows. Random keys (few distinct
+// ones, so duplicates are common, or many), random shard layouts (also with
+// moved buckets) and gradients that include -0.0, infinities, NaNs and
+// subnormals. Groups must be equal element for element and every merged
+// float equal bit for bit.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "absl/container/flat_hash_map.h"
+#include "common/ownership_map.h"
+#include "worker/src/shard_router.h"
+
+namespace taups {
+namespace {
+
+// The grouping as it was before the fast path (commit 6655831).
+std::vector<ShardKeys> ReferenceGroup(const std::vector<uint64_t>& keys,
+                                      const OwnershipMap& map) {
+  std::vector<ShardKeys> groups(map.num_shards());
+  std::vector<absl::flat_hash_map<uint64_t, uint32_t>> index(map.num_shards());
+  for (uint32_t i = 0; i < keys.size(); ++i) {
+    const uint32_t shard = map.SparseOwnerOf(keys[i]);
+    ShardKeys& group = groups[shard];
+    auto [it, inserted] = index[shard].try_emplace(
+        keys[i], static_cast<uint32_t>(group.keys.size()));
+    if (inserted) group.keys.push_back(keys[i]);
+    group.positions.emplace_back(i, it->second);
+  }
+  return groups;
+}
+
+std::vector<std::vector<float>> ReferenceMerge(
+    const std::vector<ShardKeys>& groups, const std::vector<float>& gradients,
+    uint32_t dim) {
+  std::vector<std::vector<float>> merged(groups.size());
+  for (size_t s = 0; s < groups.size(); ++s) {
+    merged[s].assign(groups[s].keys.size() * dim, 0.0f);
+    for (const auto& [request_index, key_index] : groups[s].positions) {
+      for (uint32_t j = 0; j < dim; ++j) {
+        merged[s][size_t{key_index} * dim + j] +=
+            gradients[size_t{request_index} * dim + j];
+      }
+    }
+  }
+  return merged;
+}
+
+float RandomGradient(std::mt19937_64& rng) {
+  switch (rng() % 16) {
+    case 0: return -0.0f;
+    case 1: return 0.0f;
+    case 2: return std::numeric_limits<float>::infinity();
+    case 3: return -std::numeric_limits<float>::infinity();
+    case 4: return std::numeric_limits<float>::quiet_NaN();
+    case 5: return std::numeric_limits<float>::denorm_min() * (rng() % 7);
+    case 6: return std::numeric_limits<float>::max();
+    default: {
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      return normal(rng) * std::ldexp(1.0f, static_cast<int>(rng() % 40) - 20);
+    }
+  }
+}
+
+// Bit for bit, except that any NaN equals any NaN: when both operands of
+// an add are NaN, which one's payload survives depends on the order the
+// compiler put them in (it may commute an add in either version), and a
+// shard refuses a non-finite gradient whatever its bits.
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) {
+      UNSCOPED_INFO("float " << i << ": " << a[i] << " vs " << b[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+void CheckSame(const std::vector<uint64_t>& keys, const OwnershipMap& map,
+               uint32_t dim, std::mt19937_64& rng) {
+  const std::vector<ShardKeys> expected = ReferenceGroup(keys, map);
+  const std::vector<ShardKeys> got = GroupKeysByShard(keys, map);
+  REQUIRE(got.size() == expected.size());
+  for (size_t s = 0; s < got.size(); ++s) {
+    REQUIRE(got[s].keys == expected[s].keys);
+    REQUIRE(got[s].positions == expected[s].positions);
+  }
+  std::vector<float> gradients(keys.size() * dim);
+  for (float& g : gradients) g = RandomGradient(rng);
+  const auto want = ReferenceMerge(expected, gradients, dim);
+  const auto merged = MergeSparseGradients(got, gradients, dim);
+  REQUIRE(merged.size() == want.size());
+  for (size_t s = 0; s < merged.size(); ++s) {
+    REQUIRE(SameBits(merged[s], want[s]));
+    // Into a buffer full of garbage: its old contents must not matter.
+    std::vector<float> out(got[s].keys.size() * dim,
+                           std::numeric_limits<float>::quiet_NaN());
+    MergeShardGradients(got[s], gradients, dim, absl::MakeSpan(out));
+    REQUIRE(SameBits(out, want[s]));
+  }
+}
+
+TEST_CASE("grouping and merging equal the hash-map reference on random input") {
+  std::mt19937_64 rng(20261201);
+  const uint32_t dims[] = {1, 3, 4, 8, 16, 17, 32, 64};
+  for (int round = 0; round < 300; ++round) {
+    const uint32_t shards = 1 + static_cast<uint32_t>(rng() % 4);
+    OwnershipMap map = OwnershipMap::Initial(shards);
+    if (shards > 1 && rng() % 2 == 0) {  // a few buckets moved elsewhere
+      for (int m = 0; m < 5; ++m) {
+        map = map.WithBucketMoved(
+            static_cast<uint32_t>(rng() % (shards * OwnershipMap::kBucketsPerShard)),
+            static_cast<uint32_t>(rng() % shards));
+      }
+    }
+    const size_t n = rng() % 3 == 0 ? rng() % 20 : rng() % 5000;
+    // Small key spaces give many duplicates; strided keys test the hash.
+    const uint64_t space = uint64_t{1} << (1 + rng() % 40);
+    const uint64_t stride = rng() % 3 == 0 ? uint64_t{1} << (rng() % 32) : 1;
+    std::vector<uint64_t> keys(n);
+    for (uint64_t& k : keys) k = (rng() % space) * stride;
+    CheckSame(keys, map, dims[rng() % std::size(dims)], rng);
+  }
+}
+
+TEST_CASE("a call larger than the retained table groups the same") {
+  // Over 2^20 keys takes the per-call table; with ~2^19 distinct ones.
+  std::mt19937_64 rng(7);
+  std::vector<uint64_t> keys((size_t{1} << 20) + 3);
+  for (uint64_t& k : keys) k = rng() % (uint64_t{1} << 19);
+  CheckSame(keys, OwnershipMap::Initial(2), 1, rng);
+  // And a smaller call on the same thread afterwards still starts clean.
+  keys.resize(1000);
+  CheckSame(keys, OwnershipMap::Initial(3), 16, rng);
+}
+
+TEST_CASE("many calls in a row reuse the table without leaking keys") {
+  std::mt19937_64 rng(11);
+  for (int call = 0; call < 2000; ++call) {
+    std::vector<uint64_t> keys(1 + rng() % 64);
+    for (uint64_t& k : keys) k = rng() % 100;
+    CheckSame(keys, OwnershipMap::Initial(1 + call % 3), 2, rng);
+  }
+}
+
+}  // namespace
+}  // namespace taups
