@@ -1,8 +1,10 @@
 #include "server/grpc_service.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
+#include "proto/raw_payload.h"
 #include "server/grpc_auth.h"
 #include "server/pull_waiters.h"
 #include "wire_convert.h"
@@ -24,6 +26,8 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
 // parked on its partition (no thread held) and tried again, on the
 // executor, each time it is woken with OK; any other wake is its answer.
 // A cancelled call releases its parked pull. Deletes itself in OnDone.
+// `encode`, when set, runs once the response is filled, before an OK answer
+// (a raw method's serialization); its status is the answer.
 template <typename Request, typename Response>
 class PullReactor final : public grpc::ServerUnaryReactor {
  public:
@@ -31,9 +35,10 @@ class PullReactor final : public grpc::ServerUnaryReactor {
       const Request&, absl::Time, PullWaiters::Wake*, Response*);
 
   PullReactor(ShardCalls* calls, Pull pull, CallExecutor* executor,
-              const Request* request, Response* response, absl::Time deadline)
+              const Request* request, Response* response, absl::Time deadline,
+              std::function<grpc::Status()> encode = nullptr)
       : calls_(calls), pull_(pull), executor_(executor), request_(request),
-        response_(response), deadline_(deadline) {}
+        response_(response), deadline_(deadline), encode_(std::move(encode)) {}
 
   void Start(const grpc::Status& allowed) {
     if (!allowed.ok()) {
@@ -75,7 +80,7 @@ class PullReactor final : public grpc::ServerUnaryReactor {
         if (!pulled.ok()) {
           answer = ToGrpcStatus(pulled.status());
         } else if (!pulled->parked()) {
-          answer = grpc::Status::OK;
+          answer = encode_ ? encode_() : grpc::Status::OK;
         } else {
           parked_ = *pulled;
         }
@@ -102,6 +107,7 @@ class PullReactor final : public grpc::ServerUnaryReactor {
   const Request* const request_;
   Response* const response_;
   const absl::Time deadline_;
+  const std::function<grpc::Status()> encode_;
   absl::Mutex mu_;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   ParkedPull parked_ ABSL_GUARDED_BY(mu_);
@@ -142,21 +148,57 @@ grpc::ServerUnaryReactor* ParameterServerService::GetTable(
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::PullDense(
-    grpc::CallbackServerContext* context, const v1::PullDenseRequest* request,
-    v1::PullDenseResponse* response) {
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  // The messages live with the reactor's encode step, which outlives every
+  // attempt of the pull.
+  struct Messages {
+    v1::PullDenseRequest request;
+    v1::PullDenseResponse response;
+  };
+  auto messages = std::make_shared<Messages>();
+  const absl::Status parsed = DecodeMessage(*request, &messages->request);
   using Reactor = PullReactor<v1::PullDenseRequest, v1::PullDenseResponse>;
-  auto* reactor = new Reactor(&calls_, &ShardCalls::PullDense, &woken_pulls_,
-                              request, response, WaitUntil(*context));
-  reactor->Start(Allow(context, Rpc::kPullDense, request->worker_id()));
+  auto* reactor = new Reactor(
+      &calls_, &ShardCalls::PullDense, &woken_pulls_, &messages->request,
+      &messages->response, WaitUntil(*context), [messages, response] {
+        // The values read under the table's lock go out as they are: the
+        // slice owns the string (no second copy into gRPC's buffers).
+        std::string values = std::move(*messages->response.mutable_values());
+        messages->response.clear_values();
+        return ToGrpcStatus(EncodeWithOwnedPayload(
+            messages->response, v1::PullDenseResponse::kValuesFieldNumber,
+            std::move(values), response));
+      });
+  reactor->Start(parsed.ok() ? Allow(context, Rpc::kPullDense,
+                                     messages->request.worker_id())
+                             : ToGrpcStatus(parsed));
   return reactor;
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::PushDense(
-    grpc::CallbackServerContext* context, const v1::PushDenseRequest* request,
-    v1::PushResponse* response) {
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  // The gradient stays in the received slices (or one copy of them) and is
+  // read from there; every other field is parsed by protobuf.
+  v1::PushDenseRequest header;
+  ReceivedPayload gradient;
+  const absl::Status parsed = DecodeWithPayload(
+      *request, v1::PushDenseRequest::kGradientFieldNumber, &header, &gradient);
+  if (!parsed.ok()) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(ToGrpcStatus(parsed));
+    return reactor;
+  }
   return Answer(context,
-                Allow(context, Rpc::kPushDense, request->origin().worker_id()),
-                [&] { return calls_.PushDense(*request, response); });
+                Allow(context, Rpc::kPushDense, header.origin().worker_id()),
+                [&] {
+                  v1::PushResponse answer;
+                  absl::Status status =
+                      calls_.PushDense(header, gradient.bytes(), &answer);
+                  if (!status.ok()) return status;
+                  return EncodeMessage(answer, response);
+                });
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::PullSparse(

@@ -30,7 +30,15 @@
 
 namespace taups {
 
-class ParameterServerService final : public v1::ParameterServer::CallbackService {
+// PushDense and PullDense are raw methods: their tensors are taken from and
+// put into gRPC's buffers without a protobuf copy (proto/raw_payload.h); the
+// bytes on the wire are still ps.proto's messages.
+using ParameterServerServiceBase =
+    v1::ParameterServer::WithRawCallbackMethod_PushDense<
+        v1::ParameterServer::WithRawCallbackMethod_PullDense<
+            v1::ParameterServer::CallbackService>>;
+
+class ParameterServerService final : public ParameterServerServiceBase {
  public:
   // `store` must outlive the service. `incarnation` identifies this run of
   // the shard; it is sent with every response. `auth`, when not null, must
@@ -46,12 +54,14 @@ class ParameterServerService final : public v1::ParameterServer::CallbackService
   grpc::ServerUnaryReactor* GetTable(grpc::CallbackServerContext*,
                                      const v1::GetTableRequest*,
                                      v1::GetTableResponse*) override;
+  // A PullDenseRequest in, a PullDenseResponse out, as ps.proto's bytes.
   grpc::ServerUnaryReactor* PullDense(grpc::CallbackServerContext*,
-                                      const v1::PullDenseRequest*,
-                                      v1::PullDenseResponse*) override;
+                                      const grpc::ByteBuffer*,
+                                      grpc::ByteBuffer*) override;
+  // A PushDenseRequest in, a PushResponse out, as ps.proto's bytes.
   grpc::ServerUnaryReactor* PushDense(grpc::CallbackServerContext*,
-                                      const v1::PushDenseRequest*,
-                                      v1::PushResponse*) override;
+                                      const grpc::ByteBuffer*,
+                                      grpc::ByteBuffer*) override;
   grpc::ServerUnaryReactor* PullSparse(grpc::CallbackServerContext*,
                                        const v1::PullSparseRequest*,
                                        v1::PullSparseResponse*) override;

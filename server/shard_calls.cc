@@ -171,6 +171,12 @@ absl::StatusOr<ParkedPull> ShardCalls::PullSparse(
 
 absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
                                    v1::PushResponse* response) {
+  return PushDense(request, request.gradient(), response);
+}
+
+absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
+                                   absl::string_view gradient_bytes,
+                                   v1::PushResponse* response) {
   // Before the gradient is read: its size is checked against the range this
   // shard's map gives it.
   RETURN_IF_ERROR(store_->CheckOwnershipEpoch(request.ownership_epoch()));
@@ -178,7 +184,7 @@ absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
       PushMetaOf(request, request.slices_in_push(), request.slice_index());
   std::vector<float> decoded;
   absl::StatusOr<absl::Span<const float>> gradient = store_->ReadGradient(
-      request.table(), TableKind::kDense, 0, request.gradient(),
+      request.table(), TableKind::kDense, 0, gradient_bytes,
       request.encoded(), &decoded, "PushDense gradient");
   if (!gradient.ok()) {
     if (request.encoded() && !absl::IsNotFound(gradient.status())) {
@@ -192,7 +198,7 @@ absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
       store_->PushDense(request.table(), request.offset(), *gradient, meta);
   if (!outcome.ok()) return outcome.status();
   traffic_.CountPush(request.table(), gradient->size() * sizeof(float),
-                     request.gradient().size(), request.encoded());
+                     gradient_bytes.size(), request.encoded());
   ToWire(*outcome, response);
   response->set_server_incarnation(incarnation_);
   response->set_ownership_epoch(store_->ownership().epoch());

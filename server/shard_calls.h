@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "ps.pb.h"
 #include "server/parameter_store.h"
@@ -40,6 +41,12 @@ class ShardCalls {
   absl::Status PullDense(const v1::PullDenseRequest& request,
                          absl::Time deadline, v1::PullDenseResponse* response);
   absl::Status PushDense(const v1::PushDenseRequest& request,
+                         v1::PushResponse* response);
+  // The same push with its gradient's bytes given apart from the message
+  // (whose own `gradient` is then ignored): for an edge that takes the
+  // tensor from the received buffers without copying it into the message.
+  absl::Status PushDense(const v1::PushDenseRequest& request,
+                         absl::string_view gradient_bytes,
                          v1::PushResponse* response);
   absl::Status PullSparse(const v1::PullSparseRequest& request,
                           absl::Time deadline, v1::PullSparseResponse* response);

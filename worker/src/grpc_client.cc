@@ -39,7 +39,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   const absl::Time deadline = absl::Now() + options.connect_timeout;
   std::vector<std::unique_ptr<ShardTransport>> shards;
   for (const std::string& address : options.servers) {
-    std::vector<std::unique_ptr<GrpcTransport::Stub>> stubs;
+    std::vector<std::shared_ptr<grpc::Channel>> channels;
     for (int c = 0; c < options.channels_per_shard; ++c) {
       ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
                        OpenShardChannel(address, options));
@@ -48,9 +48,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
             "shard at ", address, " did not answer within ",
             absl::FormatDuration(options.connect_timeout)));
       }
-      stubs.push_back(v1::ParameterServer::NewStub(channel));
+      channels.push_back(std::move(channel));
     }
-    shards.push_back(std::make_unique<GrpcTransport>(std::move(stubs)));
+    shards.push_back(std::make_unique<GrpcTransport>(channels));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ClientCore> client,
                    ClientCore::Open(options, std::move(shards)));

@@ -2,7 +2,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/synchronization/mutex.h"
 #include "grpc_status_convert.h"
+#include "proto/raw_payload.h"
 
 namespace taups {
 namespace {
@@ -28,12 +30,82 @@ void Invoke(Stub* stub, absl::Duration timeout,
       });
 }
 
+// Runs a raw call's `done` once both the call has finished and gRPC has
+// released the borrowed payload, whichever comes last.
+class TwoWayJoin {
+ public:
+  explicit TwoWayJoin(ShardTransport::Done done) : done_(std::move(done)) {}
+  void Finished(absl::Status status) {
+    {
+      absl::MutexLock lock(&mu_);
+      status_ = std::move(status);
+    }
+    Arrive();
+  }
+  void Released() { Arrive(); }
+
+ private:
+  void Arrive() {
+    if (remaining_.fetch_sub(1) != 1) return;
+    absl::Status status;
+    {
+      absl::MutexLock lock(&mu_);
+      status = status_;
+    }
+    done_(std::move(status));
+  }
+  ShardTransport::Done done_;
+  std::atomic<int> remaining_{2};
+  absl::Mutex mu_;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+constexpr char kPushDenseMethod[] = "/taups.v1.ParameterServer/PushDense";
+
 }  // namespace
+
+GrpcTransport::GrpcTransport(
+    const std::vector<std::shared_ptr<grpc::Channel>>& channels) {
+  for (const std::shared_ptr<grpc::Channel>& channel : channels) {
+    channels_.push_back(
+        {v1::ParameterServer::NewStub(channel),
+         std::make_unique<grpc::GenericStub>(channel)});
+  }
+}
+
+void GrpcTransport::SendPushDense(Channel& channel, absl::Duration timeout,
+                                  const v1::PushDenseRequest& request,
+                                  v1::PushResponse* response, Done done) {
+  struct Call {
+    grpc::ClientContext context;
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer response;
+  };
+  auto join = std::make_shared<TwoWayJoin>(std::move(done));
+  auto call = std::make_shared<Call>();
+  // The release callback holds only the join, not the call (whose buffer
+  // holds the slice): no cycle.
+  absl::Status encoded = EncodeBorrowingField(
+      request, v1::PushDenseRequest::kGradientFieldNumber,
+      [join] { join->Released(); }, &call->request);
+  if (!encoded.ok()) return join->Finished(encoded);
+  call->context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  channel.generic->UnaryCall(
+      &call->context, kPushDenseMethod, grpc::StubOptions(), &call->request,
+      &call->response, [call, join, response](grpc::Status status) {
+        absl::Status result = FromGrpcStatus(status);
+        if (result.ok()) result = DecodeMessage(call->response, response);
+        // Our reference to the payload goes now; gRPC's, when it is done.
+        call->request.Clear();
+        join->Finished(std::move(result));
+      });
+}
 
 void GrpcTransport::Send(Rpc rpc, absl::Duration timeout,
                          const google::protobuf::Message& request,
                          google::protobuf::Message* response, Done done) {
-  Stub* stub = Pick();
+  Channel& channel = Pick();
+  Stub* stub = channel.stub.get();
   switch (rpc) {
     case Rpc::kCreateTable:
       return Invoke(stub, timeout, &Async::CreateTable, request, response,
@@ -45,8 +117,10 @@ void GrpcTransport::Send(Rpc rpc, absl::Duration timeout,
       return Invoke(stub, timeout, &Async::PullDense, request, response,
                     std::move(done));
     case Rpc::kPushDense:
-      return Invoke(stub, timeout, &Async::PushDense, request, response,
-                    std::move(done));
+      return SendPushDense(channel, timeout,
+                           static_cast<const v1::PushDenseRequest&>(request),
+                           static_cast<v1::PushResponse*>(response),
+                           std::move(done));
     case Rpc::kPullSparse:
       return Invoke(stub, timeout, &Async::PullSparse, request, response,
                     std::move(done));
@@ -70,6 +144,15 @@ void GrpcTransport::Send(Rpc rpc, absl::Duration timeout,
                     std::move(done));
     case Rpc::kDropTable:
       return Invoke(stub, timeout, &Async::DropTable, request, response,
+                    std::move(done));
+    case Rpc::kCheckpoint:
+      return Invoke(stub, timeout, &Async::Checkpoint, request, response,
+                    std::move(done));
+    case Rpc::kEvictWorker:
+      return Invoke(stub, timeout, &Async::EvictWorker, request, response,
+                    std::move(done));
+    case Rpc::kShardStatus:
+      return Invoke(stub, timeout, &Async::ShardStatus, request, response,
                     std::move(done));
   }
   done(absl::InternalError("unknown RPC"));

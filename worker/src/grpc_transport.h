@@ -2,10 +2,21 @@
 // (each its own TCP connection) to one shard; calls are spread round-robin,
 // each with a deadline of `timeout` from when it is sent.
 //
+// PushDense goes out through gRPC's generic API with hand-made bytes
+// (proto/raw_payload.h): the request's other fields serialized by protobuf,
+// its gradient as a slice borrowing the request's own bytes, so the tensor
+// is not copied again into gRPC's buffers. The bytes are ps.proto's
+// PushDenseRequest; any shard parses them. Such a call's `done` runs only
+// once gRPC has also let go of the borrowed bytes, so the caller may free
+// the request as soon as `done` has run (the Send contract), even when the
+// call ended early (a deadline, a cancel) with its bytes still queued.
+//
 // Thread-safe. The client core must let every call's `done` run before it
 // destroys the transport (ClientCore waits for its calls in flight).
 #ifndef TAUPS_WORKER_SRC_GRPC_TRANSPORT_H_
 #define TAUPS_WORKER_SRC_GRPC_TRANSPORT_H_
+
+#include <grpcpp/generic/generic_stub.h>
 
 #include <atomic>
 #include <memory>
@@ -20,17 +31,26 @@ class GrpcTransport final : public ShardTransport {
  public:
   using Stub = v1::ParameterServer::Stub;
 
-  explicit GrpcTransport(std::vector<std::unique_ptr<Stub>> stubs)
-      : stubs_(std::move(stubs)) {}
+  // One stub per channel; at least one channel.
+  explicit GrpcTransport(
+      const std::vector<std::shared_ptr<grpc::Channel>>& channels);
 
   void Send(Rpc rpc, absl::Duration timeout,
             const google::protobuf::Message& request,
             google::protobuf::Message* response, Done done) override;
 
  private:
-  Stub* Pick() { return stubs_[next_.fetch_add(1) % stubs_.size()].get(); }
+  struct Channel {
+    std::unique_ptr<Stub> stub;
+    std::unique_ptr<grpc::GenericStub> generic;  // the same channel
+  };
+  Channel& Pick() { return channels_[next_.fetch_add(1) % channels_.size()]; }
+  // PushDense with its gradient borrowed (see the header comment).
+  void SendPushDense(Channel& channel, absl::Duration timeout,
+                     const v1::PushDenseRequest& request,
+                     v1::PushResponse* response, Done done);
 
-  std::vector<std::unique_ptr<Stub>> stubs_;
+  std::vector<Channel> channels_;
   std::atomic<uint32_t> next_{0};
 };
 

@@ -1,0 +1,339 @@
+#include "proto/raw_payload.h"
+
+#include <atomic>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/wire_format.h"
+
+namespace taups {
+namespace {
+
+constexpr int kLengthDelimited = 2;
+
+std::atomic<uint64_t> payloads_in_place{0};
+std::atomic<uint64_t> payloads_copied{0};
+
+void AppendVarint(uint64_t value, std::string* out) {
+  while (value >= 0x80) {
+    out->push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out->push_back(static_cast<char>(value));
+}
+
+// Reads protobuf wire bytes spread over chunks, front to back.
+class Cursor {
+ public:
+  explicit Cursor(std::vector<absl::string_view> chunks)
+      : chunks_(std::move(chunks)) {
+    Settle();
+  }
+
+  bool AtEnd() const { return chunk_ == chunks_.size(); }
+
+  // Reads one varint (at most 10 bytes); its raw bytes are appended to
+  // `copy` when not null.
+  bool ReadVarint(uint64_t* value, std::string* copy) {
+    *value = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+      if (AtEnd()) return false;
+      const uint8_t byte = static_cast<uint8_t>(chunks_[chunk_][at_]);
+      if (copy != nullptr) copy->push_back(static_cast<char>(byte));
+      Advance(1);
+      *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) return true;
+    }
+    return false;
+  }
+
+  // Moves over the next `n` bytes, appending them to `copy` when not null.
+  bool Skip(uint64_t n, std::string* copy) {
+    while (n > 0) {
+      if (AtEnd()) return false;
+      const absl::string_view rest = chunks_[chunk_].substr(at_);
+      const size_t take = static_cast<size_t>(std::min<uint64_t>(n, rest.size()));
+      if (copy != nullptr) copy->append(rest.data(), take);
+      Advance(take);
+      n -= take;
+    }
+    return true;
+  }
+
+  // The next `n` bytes as one view: in place when they lie in one chunk,
+  // else copied into `scratch` (set *copied).
+  bool Take(uint64_t n, std::string* scratch, absl::string_view* out,
+            bool* copied) {
+    *copied = false;
+    if (n == 0) {
+      *out = absl::string_view();
+      return true;
+    }
+    if (AtEnd()) return false;
+    const absl::string_view rest = chunks_[chunk_].substr(at_);
+    if (n <= rest.size()) {
+      *out = rest.substr(0, n);
+      Advance(n);
+      return true;
+    }
+    scratch->clear();
+    scratch->reserve(n);
+    if (!Skip(n, scratch)) return false;
+    *out = *scratch;
+    *copied = true;
+    return true;
+  }
+
+ private:
+  void Advance(size_t n) {
+    at_ += n;
+    Settle();
+  }
+  // Moves past exhausted (and empty) chunks.
+  void Settle() {
+    while (chunk_ < chunks_.size() && at_ >= chunks_[chunk_].size()) {
+      ++chunk_;
+      at_ = 0;
+    }
+  }
+
+  std::vector<absl::string_view> chunks_;
+  size_t chunk_ = 0;
+  size_t at_ = 0;
+};
+
+// Walks the top-level fields of `cursor`: fields other than `field` are
+// appended, as they were, to `header_bytes`; `field`'s bytes go through
+// `on_payload` (called with the cursor positioned at the payload and its
+// length). INVALID_ARGUMENT for what is not valid protobuf wire bytes.
+template <typename OnPayload>
+absl::Status Walk(Cursor& cursor, uint32_t field, std::string* header_bytes,
+                  OnPayload on_payload) {
+  while (!cursor.AtEnd()) {
+    std::string tag_bytes;
+    uint64_t tag = 0;
+    if (!cursor.ReadVarint(&tag, &tag_bytes) || tag > 0xffffffffu) {
+      return absl::InvalidArgumentError("message bytes: a bad field tag");
+    }
+    const uint64_t number = tag >> 3;
+    const int wire_type = static_cast<int>(tag & 7);
+    if (number == 0) {
+      return absl::InvalidArgumentError("message bytes: field number 0");
+    }
+    if (number == field && wire_type == kLengthDelimited) {
+      uint64_t length = 0;
+      if (!cursor.ReadVarint(&length, nullptr) || length > 0x7fffffffu) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("message bytes: field ", field, " has a bad length"));
+      }
+      if (absl::Status ok = on_payload(length); !ok.ok()) return ok;
+      continue;
+    }
+    // Anything else, the payload's number with another wire type included,
+    // is protobuf's to read (as an unknown field, where it does not fit).
+    header_bytes->append(tag_bytes);
+    bool ok = false;
+    uint64_t value = 0;
+    switch (wire_type) {
+      case 0:
+        ok = cursor.ReadVarint(&value, header_bytes);
+        break;
+      case 1:
+        ok = cursor.Skip(8, header_bytes);
+        break;
+      case 2:
+        ok = cursor.ReadVarint(&value, header_bytes) &&
+             value <= 0x7fffffffu && cursor.Skip(value, header_bytes);
+        break;
+      case 5:
+        ok = cursor.Skip(4, header_bytes);
+        break;
+      default:  // groups (3, 4) and the undefined 6, 7
+        return absl::InvalidArgumentError(absl::StrCat(
+            "message bytes: field ", number, " has wire type ", wire_type,
+            ", which this message does not use"));
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("message bytes: field ", number, " is truncated"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ReleaseThunk(void* user_data) {
+  auto* release = static_cast<std::function<void()>*>(user_data);
+  if (*release) (*release)();
+  delete release;
+}
+
+// `prefix` (the other fields' bytes), then field `field` holding `payload`
+// as a slice borrowing it; no field for an empty payload.
+void Assemble(std::string prefix, uint32_t field, absl::string_view payload,
+              std::function<void()> on_release, grpc::ByteBuffer* out) {
+  if (payload.empty()) {
+    if (on_release) on_release();
+    grpc::Slice only(prefix);
+    *out = grpc::ByteBuffer(&only, 1);
+    return;
+  }
+  AppendVarint((uint64_t{field} << 3) | kLengthDelimited, &prefix);
+  AppendVarint(payload.size(), &prefix);
+  grpc::Slice parts[2] = {
+      grpc::Slice(prefix),
+      grpc::Slice(const_cast<char*>(payload.data()), payload.size(),
+                  &ReleaseThunk,
+                  new std::function<void()>(std::move(on_release)))};
+  *out = grpc::ByteBuffer(parts, 2);
+}
+
+}  // namespace
+
+absl::Status EncodeWithPayload(const google::protobuf::MessageLite& header,
+                               uint32_t field, absl::string_view payload,
+                               std::function<void()> on_release,
+                               grpc::ByteBuffer* out) {
+  std::string prefix;
+  if (!header.SerializeToString(&prefix)) {
+    if (on_release) on_release();
+    return absl::InvalidArgumentError("the message header does not serialize");
+  }
+  {
+    // The header must not carry the payload field: a second copy of it
+    // would be ambiguous (protobuf keeps the last; this one is ours).
+    Cursor check({absl::string_view(prefix)});
+    std::string ignored;
+    bool carries = false;
+    absl::Status walked = Walk(check, field, &ignored, [&](uint64_t length) {
+      carries = true;
+      return check.Skip(length, nullptr)
+                 ? absl::OkStatus()
+                 : absl::InternalError("header truncated");
+    });
+    if (!walked.ok() || carries) {
+      if (on_release) on_release();
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the message header carries field ", field, " itself"));
+    }
+  }
+  Assemble(std::move(prefix), field, payload, std::move(on_release), out);
+  return absl::OkStatus();
+}
+
+absl::Status EncodeBorrowingField(const google::protobuf::Message& message,
+                                  uint32_t field,
+                                  std::function<void()> on_release,
+                                  grpc::ByteBuffer* out) {
+  using google::protobuf::FieldDescriptor;
+  using google::protobuf::internal::WireFormat;
+  const FieldDescriptor* payload_field =
+      message.GetDescriptor()->FindFieldByNumber(static_cast<int>(field));
+  if (payload_field == nullptr || payload_field->is_repeated() ||
+      payload_field->type() != FieldDescriptor::TYPE_BYTES) {
+    if (on_release) on_release();
+    return absl::InvalidArgumentError(absl::StrCat(
+        message.GetTypeName(), " has no singular bytes field ", field));
+  }
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  std::string prefix;
+  {
+    // Protobuf's own serialization of every other field, in its order.
+    message.ByteSizeLong();  // caches the sizes of nested messages
+    std::vector<const FieldDescriptor*> fields;
+    reflection->ListFields(message, &fields);
+    google::protobuf::io::StringOutputStream stream(&prefix);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    for (const FieldDescriptor* f : fields) {
+      if (f != payload_field) {
+        WireFormat::SerializeFieldWithCachedSizes(f, message, &coded);
+      }
+    }
+    WireFormat::SerializeUnknownFields(reflection->GetUnknownFields(message),
+                                       &coded);
+  }
+  std::string unused;
+  const std::string& payload =
+      reflection->GetStringReference(message, payload_field, &unused);
+  Assemble(std::move(prefix), field, payload, std::move(on_release), out);
+  return absl::OkStatus();
+}
+
+absl::Status EncodeWithOwnedPayload(const google::protobuf::MessageLite& header,
+                                    uint32_t field, std::string payload,
+                                    grpc::ByteBuffer* out) {
+  auto* owned = new std::string(std::move(payload));
+  return EncodeWithPayload(header, field, *owned, [owned] { delete owned; },
+                           out);
+}
+
+absl::Status EncodeMessage(const google::protobuf::MessageLite& message,
+                           grpc::ByteBuffer* out) {
+  std::string bytes;
+  if (!message.SerializeToString(&bytes)) {
+    return absl::InvalidArgumentError("the message does not serialize");
+  }
+  grpc::Slice only(bytes);
+  *out = grpc::ByteBuffer(&only, 1);
+  return absl::OkStatus();
+}
+
+absl::Status DecodeMessage(const grpc::ByteBuffer& buffer,
+                           google::protobuf::MessageLite* message) {
+  grpc::Slice flat;
+  if (buffer.Length() > 0 && !buffer.DumpToSingleSlice(&flat).ok()) {
+    return absl::InternalError("cannot read the received message");
+  }
+  if (!message->ParseFromArray(flat.begin(), static_cast<int>(flat.size()))) {
+    return absl::InvalidArgumentError("the message bytes do not parse");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodeWithPayload(const grpc::ByteBuffer& buffer, uint32_t field,
+                               google::protobuf::MessageLite* header,
+                               ReceivedPayload* payload) {
+  payload->slices_.clear();
+  payload->scratch_.clear();
+  payload->view_ = absl::string_view();
+  if (buffer.Length() > 0 && !buffer.Dump(&payload->slices_).ok()) {
+    return absl::InternalError("cannot read the received message");
+  }
+  std::vector<absl::string_view> chunks;
+  chunks.reserve(payload->slices_.size());
+  for (const grpc::Slice& slice : payload->slices_) {
+    chunks.emplace_back(reinterpret_cast<const char*>(slice.begin()),
+                        slice.size());
+  }
+  Cursor cursor(std::move(chunks));
+  std::string header_bytes;
+  bool copied = false;
+  absl::Status walked =
+      Walk(cursor, field, &header_bytes, [&](uint64_t length) {
+        if (!cursor.Take(length, &payload->scratch_, &payload->view_,
+                         &copied)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("message bytes: field ", field, " is truncated"));
+        }
+        return absl::OkStatus();
+      });
+  if (!walked.ok()) return walked;
+  if (!copied) payload->scratch_.clear();  // a later in-place copy won
+  if (!payload->view_.empty()) {
+    (copied ? payloads_copied : payloads_in_place).fetch_add(1);
+  }
+  if (!header->ParseFromString(header_bytes)) {
+    return absl::InvalidArgumentError(
+        "message bytes: the fields beside the tensor do not parse");
+  }
+  return absl::OkStatus();
+}
+
+PayloadCopyCounts ReceivedPayloadCounts() {
+  return {payloads_in_place.load(), payloads_copied.load()};
+}
+
+}  // namespace taups

@@ -1,0 +1,121 @@
+// The wire form of a message whose one large `bytes` field (a tensor) is
+// handled outside protobuf, on both ends of a gRPC call, so the tensor's
+// bytes are neither copied into a protobuf string nor serialized again.
+//
+// The bytes on the wire are exactly protobuf's encoding of the message
+// (proto/ps.proto), so a stock client or server on the other end sees an
+// ordinary message:
+//   [every other field, serialized by protobuf] [payload tag] [varint length]
+//   [payload bytes]
+// Protobuf accepts fields in any order, so putting the payload last is legal.
+//
+// Sending: EncodeWithPayload puts the payload into the grpc::ByteBuffer as a
+// slice that points at the caller's memory (no copy); the caller learns
+// through `on_release` when gRPC has let go of it.
+//
+// Receiving: DecodeWithPayload walks the received slices, hands every other
+// field to protobuf (header fields are small; new ones come for free) and
+// keeps the payload as a view into the received slices when it lies in one
+// of them, or copies it once into its own buffer when it spans several (gRPC
+// delivers a large message as many slices, one per HTTP/2 data frame, so a
+// large payload is usually copied once; `copied()` says so).
+//
+// Thread-safety: the functions are pure; a ReceivedPayload is
+// thread-compatible.
+#ifndef TAUPS_PROTO_RAW_PAYLOAD_H_
+#define TAUPS_PROTO_RAW_PAYLOAD_H_
+
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/message.h"
+#include "google/protobuf/message_lite.h"
+
+namespace taups {
+
+// Builds the wire bytes of `header` with field `field` (a `bytes` field that
+// must be empty in `header`) set to `payload`. The payload becomes one slice
+// borrowing `payload`'s memory, which must stay valid until `on_release`
+// runs; `on_release` runs exactly once, on whatever thread drops gRPC's last
+// reference (possibly inside gRPC, possibly after the call has finished; at
+// the latest when the returned buffer and every copy of it are destroyed).
+// An empty payload adds no field and runs `on_release` before returning.
+// INVALID_ARGUMENT if `header` carries field `field` itself or does not
+// serialize.
+absl::Status EncodeWithPayload(const google::protobuf::MessageLite& header,
+                               uint32_t field, absl::string_view payload,
+                               std::function<void()> on_release,
+                               grpc::ByteBuffer* out);
+
+// The same for a whole message whose field `field` (a singular `bytes`
+// field) already holds the payload: the other fields (and unknown ones) are
+// serialized by protobuf, the field's bytes are borrowed from `message`,
+// which must stay unchanged until `on_release` runs (the same contract as
+// above). INVALID_ARGUMENT if `field` is not such a field.
+absl::Status EncodeBorrowingField(const google::protobuf::Message& message,
+                                  uint32_t field,
+                                  std::function<void()> on_release,
+                                  grpc::ByteBuffer* out);
+
+// The same with a payload the buffer owns: `payload` is moved into the
+// slice and freed when gRPC lets go of it (no copy of its bytes).
+absl::Status EncodeWithOwnedPayload(const google::protobuf::MessageLite& header,
+                                    uint32_t field, std::string payload,
+                                    grpc::ByteBuffer* out);
+
+// A whole (small) message as gRPC bytes, and back: protobuf's own encoding
+// in one slice; INVALID_ARGUMENT when the bytes do not parse.
+absl::Status EncodeMessage(const google::protobuf::MessageLite& message,
+                           grpc::ByteBuffer* out);
+absl::Status DecodeMessage(const grpc::ByteBuffer& buffer,
+                           google::protobuf::MessageLite* message);
+
+// A received payload: a view of the bytes of the payload field, which stays
+// valid as long as this object (it holds references to the received slices,
+// or its own copy). Empty when the message did not carry the field.
+class ReceivedPayload {
+ public:
+  absl::string_view bytes() const { return view_; }
+  // True when the payload spanned several slices and was copied once.
+  bool copied() const { return !scratch_.empty(); }
+
+ private:
+  friend absl::Status DecodeWithPayload(const grpc::ByteBuffer&, uint32_t,
+                                        google::protobuf::MessageLite*,
+                                        ReceivedPayload*);
+  std::vector<grpc::Slice> slices_;
+  std::string scratch_;
+  absl::string_view view_;
+};
+
+// Splits a received message: every field but `field` is parsed into
+// `header` by protobuf (the last occurrence of a field wins, as in
+// protobuf), `field`'s last occurrence lands in `payload`. INVALID_ARGUMENT
+// naming the problem for bytes protobuf would not parse either (a truncated
+// field, a bad varint or wire type, a field number 0) and for groups (wire
+// types 3 and 4, which no message of ps.proto uses; protobuf would keep
+// them as unknown fields). `field` with another wire type is left to
+// protobuf, as an unknown field.
+absl::Status DecodeWithPayload(const grpc::ByteBuffer& buffer, uint32_t field,
+                               google::protobuf::MessageLite* header,
+                               ReceivedPayload* payload);
+
+// Times a payload was copied on receipt because it spanned slices, and times
+// it was used in place; process-wide, for benchmarks and tests.
+struct PayloadCopyCounts {
+  uint64_t in_place = 0;
+  uint64_t copied = 0;
+};
+PayloadCopyCounts ReceivedPayloadCounts();
+
+}  // namespace taups
+
+#endif  // TAUPS_PROTO_RAW_PAYLOAD_H_

@@ -1,0 +1,332 @@
+// The raw tensor wire form (proto/raw_payload.h) against stock protobuf and
+// stock gRPC: what the raw encoder sends parses with protobuf to the same
+// message; what protobuf serializes (split into any slices) decodes to the
+// same header and payload; bytes protobuf refuses are refused; and over real
+// gRPC servers on 127.0.0.1 a stock generated stub still pushes to and pulls
+// from a shard, and the client's raw PushDense reaches a stock typed server.
+#include <catch2/catch.hpp>
+#include <google/protobuf/stubs/logging.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <cstring>
+#include <future>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "proto/grpc_credentials.h"
+#include "proto/raw_payload.h"
+#include "ps.grpc.pb.h"
+#include "tests/inproc_cluster.h"
+#include "worker/src/grpc_transport.h"
+
+namespace taups {
+namespace {
+
+using google::protobuf::util::MessageDifferencer;
+
+constexpr uint32_t kGradient = v1::PushDenseRequest::kGradientFieldNumber;
+
+std::string Bytes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string out(n, '\0');
+  for (char& c : out) c = static_cast<char>(rng());
+  return out;
+}
+
+v1::PushDenseRequest FullRequest(std::string gradient) {
+  v1::PushDenseRequest request;
+  request.set_table("weights");
+  request.set_offset(12345);
+  request.set_gradient(std::move(gradient));
+  request.mutable_origin()->set_worker_id(3);
+  request.mutable_origin()->set_worker_incarnation(99);
+  request.mutable_origin()->set_seq(17);
+  request.set_base_version(41);
+  request.set_slices_in_push(4);
+  request.set_clock(8);
+  request.set_push_norm_sq(2.5);
+  request.set_encoded(true);
+  request.set_slice_index(2);
+  // A field this build does not know (a newer client's) travels too.
+  request.GetReflection()->MutableUnknownFields(&request)->AddVarint(900, 5);
+  return request;
+}
+
+std::string Flatten(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  REQUIRE(buffer.Dump(&slices).ok());
+  std::string out;
+  for (const grpc::Slice& s : slices) {
+    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return out;
+}
+
+// `bytes` cut into slices of `piece` bytes (the last may be shorter).
+grpc::ByteBuffer Sliced(const std::string& bytes, size_t piece) {
+  std::vector<grpc::Slice> slices;
+  for (size_t at = 0; at < bytes.size(); at += piece) {
+    slices.emplace_back(bytes.data() + at, std::min(piece, bytes.size() - at));
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+TEST_CASE("a raw-encoded push parses with stock protobuf to the same message") {
+  for (size_t size : {size_t{0}, size_t{1}, size_t{127}, size_t{128},
+                      size_t{1} << 20}) {
+    const v1::PushDenseRequest request = FullRequest(Bytes(size, size));
+    int released = 0;
+    {
+      grpc::ByteBuffer buffer;
+      REQUIRE(EncodeBorrowingField(request, kGradient, [&] { ++released; },
+                                   &buffer)
+                  .ok());
+      if (size > 0) {
+        // The payload is borrowed, not copied: one slice is the request's
+        // own bytes, and nothing is released while the buffer holds it.
+        std::vector<grpc::Slice> slices;
+        REQUIRE(buffer.Dump(&slices).ok());
+        REQUIRE(slices.size() == 2);
+        CHECK(reinterpret_cast<const char*>(slices[1].begin()) ==
+              request.gradient().data());
+        CHECK(released == 0);
+      }
+      v1::PushDenseRequest parsed;
+      REQUIRE(parsed.ParseFromString(Flatten(buffer)));
+      CHECK(MessageDifferencer::Equals(parsed, request));
+      CHECK(buffer.Length() == request.ByteSizeLong());
+    }
+    CHECK(released == 1);
+  }
+}
+
+TEST_CASE("stock protobuf bytes in any slicing decode to the header and payload") {
+  const v1::PushDenseRequest request = FullRequest(Bytes(100000, 7));
+  const std::string wire = request.SerializeAsString();
+  v1::PushDenseRequest expected_header = request;
+  expected_header.clear_gradient();
+  const PayloadCopyCounts before = ReceivedPayloadCounts();
+  for (size_t piece : {size_t{1}, size_t{7}, size_t{16384}, wire.size()}) {
+    const grpc::ByteBuffer buffer = Sliced(wire, piece);
+    v1::PushDenseRequest header;
+    ReceivedPayload payload;
+    REQUIRE(DecodeWithPayload(buffer, kGradient, &header, &payload).ok());
+    CHECK(MessageDifferencer::Equals(header, expected_header));
+    CHECK(payload.bytes() == request.gradient());
+    CHECK(payload.copied() == (piece != wire.size()));
+  }
+  const PayloadCopyCounts after = ReceivedPayloadCounts();
+  CHECK(after.copied - before.copied == 3);
+  CHECK(after.in_place - before.in_place == 1);
+}
+
+TEST_CASE("a repeated payload field: the last one wins, as in protobuf") {
+  v1::PushDenseRequest first, second;
+  first.set_gradient("first");
+  second.set_gradient("second-one");
+  second.set_table("t");
+  const std::string wire = first.SerializeAsString() + second.SerializeAsString();
+  v1::PushDenseRequest stock;
+  REQUIRE(stock.ParseFromString(wire));
+  for (size_t piece : {size_t{3}, wire.size()}) {
+    v1::PushDenseRequest header;
+    ReceivedPayload payload;
+    REQUIRE(DecodeWithPayload(Sliced(wire, piece), kGradient, &header, &payload)
+                .ok());
+    CHECK(payload.bytes() == stock.gradient());
+    CHECK(header.table() == "t");
+  }
+}
+
+TEST_CASE("bytes protobuf refuses are refused, with INVALID_ARGUMENT") {
+  const std::string good = FullRequest(Bytes(64, 1)).SerializeAsString();
+  const std::vector<std::string> bad = {
+      good.substr(0, good.size() - 1),        // payload or a field cut short
+      std::string("\x1a\x05" "abc", 5),       // gradient length past the end
+      std::string("\x08", 1),                 // varint missing
+      std::string("\x00\x01", 2),             // field number 0
+      std::string("\x0f\x01", 2),             // wire type 7
+      std::string("\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12),
+  };
+  for (const std::string& wire : bad) {
+    v1::PushDenseRequest stock;
+    CHECK_FALSE(stock.ParseFromString(wire));
+    v1::PushDenseRequest header;
+    ReceivedPayload payload;
+    const absl::Status status =
+        DecodeWithPayload(Sliced(wire, 2), kGradient, &header, &payload);
+    CHECK(absl::IsInvalidArgument(status));
+  }
+}
+
+TEST_CASE("random bytes: decoded exactly when protobuf parses them, to the same fields") {
+  google::protobuf::LogSilencer quiet;  // protobuf logs each bad string
+  std::mt19937_64 rng(20261201);
+  const std::string seed_wire = FullRequest(Bytes(40, 3)).SerializeAsString();
+  int agreed_ok = 0;
+  for (int round = 0; round < 4000; ++round) {
+    std::string wire = seed_wire;
+    // Flip a few bytes, or cut the tail, so most cases stay near-valid.
+    const int flips = static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f) wire[rng() % wire.size()] ^= static_cast<char>(1 << (rng() % 8));
+    if (rng() % 3 == 0) wire.resize(rng() % wire.size());
+    v1::PushDenseRequest stock;
+    const bool stock_ok = stock.ParseFromString(wire);
+    v1::PushDenseRequest header;
+    ReceivedPayload payload;
+    const bool raw_ok =
+        DecodeWithPayload(Sliced(wire, 1 + rng() % 9), kGradient, &header,
+                          &payload)
+            .ok();
+    if (!raw_ok) {
+      // Refused where protobuf parses only for a top-level group, which
+      // protobuf keeps as an unknown field.
+      if (stock_ok) {
+        const auto& unknown = stock.GetReflection()->GetUnknownFields(stock);
+        bool group = false;
+        for (int i = 0; i < unknown.field_count(); ++i) {
+          group = group || unknown.field(i).type() ==
+                               google::protobuf::UnknownField::TYPE_GROUP;
+        }
+        CHECK(group);
+      }
+      continue;
+    }
+    REQUIRE(stock_ok);
+    header.set_gradient(std::string(payload.bytes()));
+    // Equal as messages (unknown fields compared by their bytes).
+    CHECK(header.SerializeAsString() == stock.SerializeAsString());
+    ++agreed_ok;
+  }
+  CHECK(agreed_ok > 500);  // the comparison ran on many accepted messages
+}
+
+// A stock typed server (the generated CallbackService, protobuf parsing)
+// that keeps what it received.
+class StockPushServer final : public v1::ParameterServer::CallbackService {
+ public:
+  grpc::ServerUnaryReactor* PushDense(grpc::CallbackServerContext* context,
+                                      const v1::PushDenseRequest* request,
+                                      v1::PushResponse* response) override {
+    received.set_value(*request);
+    response->set_tau(7);
+    response->set_new_version(request->gradient().size());
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  std::promise<v1::PushDenseRequest> received;
+};
+
+TEST_CASE("the client's raw PushDense reaches a stock protobuf server intact") {
+  StockPushServer service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port);
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  REQUIRE(server != nullptr);
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(64 << 20);
+  GrpcTransport transport({*OpenChannel(absl::StrCat("127.0.0.1:", port),
+                                        ChannelSecurity{}, args)});
+  const v1::PushDenseRequest request = FullRequest(Bytes(3 << 20, 11));
+  v1::PushResponse response;
+  std::promise<absl::Status> done;
+  transport.Send(Rpc::kPushDense, absl::Seconds(30), request, &response,
+                 [&](absl::Status status) { done.set_value(status); });
+  const absl::Status status = done.get_future().get();
+  REQUIRE(status.ok());
+  CHECK(response.tau() == 7);
+  CHECK(response.new_version() == (3u << 20));
+  const v1::PushDenseRequest seen = service.received.get_future().get();
+  CHECK(MessageDifferencer::Equals(seen, request));
+  server->Shutdown();
+}
+
+TEST_CASE("a stock generated stub pushes to and pulls from a raw shard") {
+  constexpr uint64_t kN = 300000;  // 1.2 MB: many HTTP/2 frames per message
+  InProcessCluster cluster(1);
+  auto client = cluster.Connect(0);
+  TableConfig config = TableConfig::Dense("w", kN);
+  config.optimizer.kind = OptimizerKind::kSgd;
+  config.optimizer.learning_rate = 0.5f;
+  config.initializer.kind = InitializerKind::kZeros;
+  REQUIRE(client->CreateTable(config).ok());
+
+  std::vector<float> g1(kN), g2(kN);
+  for (uint64_t i = 0; i < kN; ++i) {
+    g1[i] = static_cast<float>(i % 97) * 0.25f;
+    g2[i] = static_cast<float>(i % 13) - 6.0f;
+  }
+  // The library's client: raw PushDense.
+  REQUIRE(client->PushDense("w", g1).ok());
+  // A stock stub: the generated code's protobuf serialization.
+  auto stub = v1::ParameterServer::NewStub(
+      *OpenChannel(cluster.addresses[0], ChannelSecurity{}));
+  {
+    v1::PushDenseRequest request;
+    request.set_table("w");
+    request.set_gradient(reinterpret_cast<const char*>(g2.data()),
+                         kN * sizeof(float));
+    request.mutable_origin()->set_worker_id(42);
+    request.mutable_origin()->set_worker_incarnation(1);
+    request.mutable_origin()->set_seq(1);
+    request.set_base_version(1);
+    grpc::ClientContext context;
+    v1::PushResponse response;
+    const grpc::Status status = stub->PushDense(&context, request, &response);
+    REQUIRE(status.ok());
+    CHECK(response.accepted());
+    CHECK(response.new_version() == 2);
+    CHECK(response.tau() == 0);
+  }
+  // Expected, computed here: zeros - 0.5 * (g1 + g2).
+  std::vector<float> expected(kN);
+  for (uint64_t i = 0; i < kN; ++i) {
+    expected[i] = 0.0f - 0.5f * g1[i] - 0.5f * g2[i];
+  }
+  {
+    v1::PullDenseRequest request;
+    request.set_table("w");
+    request.set_count(kN);
+    request.set_worker_id(42);
+    grpc::ClientContext context;
+    v1::PullDenseResponse response;
+    REQUIRE(stub->PullDense(&context, request, &response).ok());
+    CHECK(response.version() == 2);
+    REQUIRE(response.values().size() == kN * sizeof(float));
+    std::vector<float> got(kN);
+    std::memcpy(got.data(), response.values().data(), response.values().size());
+    CHECK(got == expected);
+  }
+  std::vector<float> pulled(kN);
+  auto info = client->PullDense("w", absl::MakeSpan(pulled));
+  REQUIRE(info.ok());
+  CHECK(pulled == expected);
+  // A malformed request is refused with a precise code, and changes nothing.
+  {
+    grpc::GenericStub generic(
+        *OpenChannel(cluster.addresses[0], ChannelSecurity{}));
+    const std::string wire("\x0a\x01w\x1a\x10short", 9);
+    grpc::Slice slice(wire);
+    grpc::ByteBuffer bad(&slice, 1), answer;
+    grpc::ClientContext context;
+    std::promise<grpc::Status> finished;
+    generic.UnaryCall(&context, "/taups.v1.ParameterServer/PushDense",
+                      grpc::StubOptions(), &bad, &answer,
+                      [&](grpc::Status s) { finished.set_value(s); });
+    const grpc::Status status = finished.get_future().get();
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    REQUIRE(client->PullDense("w", absl::MakeSpan(pulled)).ok());
+    CHECK(pulled == expected);
+  }
+}
+
+}  // namespace
+}  // namespace taups
