@@ -53,6 +53,10 @@ void MeasureOne(RowTauSink& sink, uint32_t i, std::optional<uint64_t> version,
 uint64_t SparseTable::RowFootprintBytes(const TableConfig& config) {
   const uint64_t state = MakeOptimizer(config.optimizer)->state_width();
   uint64_t bytes = 4 * uint64_t{config.dim} * (1 + state) + 28 + 44;
+  // The row's change stamp for incremental checkpoints (StripeRows'
+  // changed_epoch_, 4 bytes a slot): allocated only once a checkpointer
+  // tracks changes, which the config cannot tell, so always counted.
+  bytes += sizeof(uint32_t);
   if (config.sparse_ttl_s > 0.0) bytes += 8;
   if (config.sparse_eviction == SparseEvictionKind::kLfu) bytes += 36;
   return bytes;

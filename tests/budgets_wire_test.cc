@@ -7,9 +7,10 @@
 //
 // The documented costs (server/limits.h, measured by budget_store_test
 // "[.measure]"): a dense table 4 bytes a float with sgd; a sparse row of
-// dim d with sgd 4 d + 72 bytes; 64 stripes of 2,048 bytes per sparse
-// table; 48 KiB per table; 24 KiB per worker with state in a table, plus
-// 4 bytes a float of the shard's range for delay compensation's copy.
+// dim d with sgd 4 d + 76 bytes (72 for the row, 4 for its change stamp);
+// 64 stripes of 2,048 bytes per sparse table; 48 KiB per table; 24 KiB
+// per worker with state in a table, plus 4 bytes a float of the shard's
+// range for delay compensation's copy.
 // Tables together may take 7/8 of the budget; the rest stays for workers.
 #include <catch2/catch.hpp>
 
@@ -211,8 +212,8 @@ TEST_CASE("1,200 stock sparse tables: refused once the budget is spent, the rest
   TempDir dir;
   Server server(dir, {"--memory_budget_mb=256", "--sparse_default_max_rows=4096"});
   const uint64_t baseline = server.PeakRss();
-  // Each gets 4,096 rows of dim 8 (104 bytes) + its stripes + fixed bytes.
-  const uint64_t cost = 4096 * (4 * 8 + 72) + kSparseStripes + kTableFixed;
+  // Each gets 4,096 rows of dim 8 (108 bytes) + its stripes + fixed bytes.
+  const uint64_t cost = 4096 * (4 * 8 + 76) + kSparseStripes + kTableFixed;
   const uint64_t fit = 256 * kMiB / 8 * 7 / cost;
   uint64_t created = 0;
   for (int i = 0; i < 1200; ++i) {
@@ -222,7 +223,7 @@ TEST_CASE("1,200 stock sparse tables: refused once the budget is spent, the rest
       ++created;
       continue;
     }
-    RequireRefused(status, {"needs " + Mib(cost), "4,096 rows of 104 bytes",
+    RequireRefused(status, {"needs " + Mib(cost), "4,096 rows of 108 bytes",
                             "memory budget 256.0 MiB, " + Mib(created * cost),
                             "by " + std::to_string(created) + " tables"});
   }
