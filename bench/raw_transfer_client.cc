@@ -3,12 +3,15 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <atomic>
+#include <optional>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
+#include "bench/raw_transfer_wire.h"
 #include "proto/grpc_credentials.h"
 #include "raw_transfer.grpc.pb.h"
 
@@ -56,19 +59,6 @@ class Join {
   absl::Status first_error_ ABSL_GUARDED_BY(mu_);
 };
 
-// Protobuf's wire form of field 1: its tag (wire type 0 varint or 2
-// length-delimited) and a varint, the prefix of RawSize and of RawBlob.
-std::string FieldOnePrefix(bool length_delimited, uint64_t value) {
-  std::string out(1, length_delimited ? '\x0a' : '\x08');
-  do {
-    char byte = static_cast<char>(value & 0x7f);
-    value >>= 7;
-    if (value != 0) byte |= static_cast<char>(0x80);
-    out.push_back(byte);
-  } while (value != 0);
-  return out;
-}
-
 // Reads a message made of field 1 alone from `buffer`: for a RawSize its
 // value; for a RawBlob its length, copying the payload into `payload` when
 // given (which must hold exactly that many bytes). An empty buffer is the
@@ -76,30 +66,22 @@ std::string FieldOnePrefix(bool length_delimited, uint64_t value) {
 bool ReadFieldOne(const grpc::ByteBuffer& buffer, bool length_delimited,
                   uint64_t* value, absl::Span<char> payload = {}) {
   std::vector<grpc::Slice> slices;
-  *value = 0;
-  if (buffer.Length() == 0) return true;
-  if (!buffer.Dump(&slices).ok()) return false;
-  size_t s = 0, i = 0;  // slice, byte within it
-  auto next = [&](uint8_t* byte) {
-    while (s < slices.size() && i >= slices[s].size()) ++s, i = 0;
-    if (s == slices.size()) return false;
-    *byte = slices[s].begin()[i++];
-    return true;
-  };
-  uint8_t byte = 0;
-  if (!next(&byte) || byte != (length_delimited ? 0x0a : 0x08)) return false;
-  for (int shift = 0;; shift += 7) {
-    if (shift > 63 || !next(&byte)) return false;
-    *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) break;
-  }
+  if (buffer.Length() > 0 && !buffer.Dump(&slices).ok()) return false;
+  const std::optional<FieldOneFront> front = ReadFieldOneFront(
+      slices, length_delimited ? kBytesFieldOne : kVarintFieldOne);
+  if (!front.has_value()) return false;
+  *value = front->value;
   if (!length_delimited) return true;
-  if (*value != payload.size()) return false;
-  size_t copied = 0;
-  for (; s < slices.size(); ++s, i = 0) {
-    const size_t n = slices[s].size() - i;
-    if (copied + n > payload.size()) return false;
-    std::memcpy(payload.data() + copied, slices[s].begin() + i, n);
+  if (*value != payload.size() ||
+      buffer.Length() != front->prefix_bytes + payload.size()) {
+    return false;
+  }
+  size_t skip = front->prefix_bytes, copied = 0;
+  for (const grpc::Slice& slice : slices) {
+    const size_t from = std::min(skip, slice.size());
+    skip -= from;
+    const size_t n = slice.size() - from;
+    std::memcpy(payload.data() + copied, slice.begin() + from, n);
     copied += n;
   }
   return copied == payload.size();
@@ -247,7 +229,7 @@ absl::Status RawTransferClient::UploadZeroCopy(absl::string_view data,
       [&](size_t begin, size_t end, SliceDone done) {
         auto call = std::make_shared<Call>();
         const size_t expected = end - begin;
-        const std::string prefix = FieldOnePrefix(true, expected);
+        const std::string prefix = FieldOnePrefix(kBytesFieldOne, expected);
         // The payload slice borrows `data`, which outlives the call (the
         // fan-out waits for it); the prefix slice holds its own copy.
         grpc::Slice parts[2] = {
@@ -271,7 +253,7 @@ absl::Status RawTransferClient::DownloadZeroCopy(absl::Span<char> out,
       PlanByteSlices(out.size(), slice_bytes), "DownloadZeroCopy",
       [&](size_t begin, size_t end, SliceDone done) {
         auto call = std::make_shared<Call>();
-        const std::string size = FieldOnePrefix(false, end - begin);
+        const std::string size = FieldOnePrefix(kVarintFieldOne, end - begin);
         grpc::Slice part(size.data(), size.size());
         call->request = grpc::ByteBuffer(&part, 1);
         const absl::Span<char> dst = out.subspan(begin, end - begin);

@@ -51,7 +51,7 @@ class RawTransferClient {
 
   // The same transfers through gRPC's generic API with hand-made wire bytes:
   // an upload's payload goes out as a grpc::Slice pointing at `data` (no
-  // copy in this process; the server still parses its protobuf), and a
+  // copy in this process; the server counts it in its received slices), and a
   // download's bytes are copied once, from the received slices straight into
   // `out`. The best raw gRPC does here, the reference tauPS is held to.
   absl::Status UploadZeroCopy(absl::string_view data, size_t slice_bytes);

@@ -3,40 +3,86 @@
 #include <grpcpp/grpcpp.h>
 
 #include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "proto/grpc_credentials.h"
+#include "bench/raw_transfer_wire.h"
 #include "raw_transfer.grpc.pb.h"
 
 namespace taups::bench {
 namespace {
 
-// Stateless apart from the read-only Download buffer; thread-safe.
-class RawTransferService final : public RawTransfer::Service {
+// The best gRPC does here: raw methods on the callback API (as ps_server),
+// so an upload is measured in the received slices without being parsed or
+// copied, and a download's bytes go out as a slice pointing at the buffer,
+// also without a copy. The wire bytes are proto/raw_transfer.proto's, so
+// the client's protobuf and hand-made calls both work. Stateless apart from
+// the read-only Download buffer; thread-safe.
+class RawTransferService final
+    : public RawTransfer::WithRawCallbackMethod_Upload<
+          RawTransfer::WithRawCallbackMethod_Download<
+              RawTransfer::CallbackService>> {
  public:
   explicit RawTransferService(size_t max_download_bytes)
       : buffer_(max_download_bytes, '\x5a') {}
 
-  grpc::Status Upload(grpc::ServerContext*, const RawBlob* request,
-                      RawSize* response) override {
-    response->set_size(request->data().size());
-    return grpc::Status::OK;
+  grpc::ServerUnaryReactor* Upload(grpc::CallbackServerContext* context,
+                                   const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    std::vector<grpc::Slice> slices;  // references, not copies
+    std::optional<FieldOneFront> front;
+    if (request->Length() == 0 || request->Dump(&slices).ok()) {
+      front = ReadFieldOneFront(slices, kBytesFieldOne);
+    }
+    if (!front.has_value() ||
+        front->value != request->Length() - front->prefix_bytes) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "Upload: not a RawBlob of field 1 alone"));
+      return reactor;
+    }
+    const std::string size = FieldOnePrefix(kVarintFieldOne, front->value);
+    grpc::Slice slice(size);
+    *response = grpc::ByteBuffer(&slice, 1);
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
   }
 
-  grpc::Status Download(grpc::ServerContext*, const RawSize* request,
-                        RawBlob* response) override {
-    if (request->size() > buffer_.size()) {
-      return grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
-                          absl::StrCat("Download: ", request->size(),
-                                       " bytes asked; this "
-                                       "server preallocated ",
-                                       buffer_.size()));
+  grpc::ServerUnaryReactor* Download(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    std::vector<grpc::Slice> slices;
+    std::optional<FieldOneFront> front;
+    if (request->Length() == 0 || request->Dump(&slices).ok()) {
+      front = ReadFieldOneFront(slices, kVarintFieldOne);
     }
-    // One copy out of the preallocated buffer into the response: the same
-    // copy ps_server makes from a table into its response. (assign(), not
-    // set_data(ptr, n), which copies twice in protobuf 3.21.)
-    response->mutable_data()->assign(buffer_.data(), request->size());
-    return grpc::Status::OK;
+    if (!front.has_value()) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "Download: not a RawSize"));
+      return reactor;
+    }
+    const uint64_t size = front->value;
+    if (size > buffer_.size()) {
+      reactor->Finish(grpc::Status(
+          grpc::StatusCode::OUT_OF_RANGE,
+          absl::StrCat("Download: ", size, " bytes asked; this server "
+                       "preallocated ", buffer_.size())));
+      return reactor;
+    }
+    if (size > 0) {
+      // The buffer outlives the server, so the slice borrows it for good.
+      const std::string prefix = FieldOnePrefix(kBytesFieldOne, size);
+      grpc::Slice parts[2] = {
+          grpc::Slice(prefix),
+          grpc::Slice(buffer_.data(), size, grpc::Slice::STATIC_SLICE)};
+      *response = grpc::ByteBuffer(parts, 2);
+    }
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
   }
 
  private:
