@@ -49,7 +49,10 @@ ShardCheckpointer::ShardCheckpointer(ParameterStore* store,
       incarnation_(incarnation) {}
 
 ShardCheckpointer::~ShardCheckpointer() {
-  if (!stop_.HasBeenNotified()) stop_.Notify();
+  {
+    absl::MutexLock lock(&steps_mu_);
+    stopping_ = true;
+  }
   if (thread_.joinable()) thread_.join();
   for (auto& [name, weak] : hooked_) {
     if (std::shared_ptr<Partition> partition = weak.lock()) {
@@ -247,6 +250,7 @@ void ShardCheckpointer::OnStepClosed(
   step_copies_[steps_closed][table] = std::move(copy);
   // A table far ahead of another must not pile up copies: keep 4 steps.
   while (step_copies_.size() > 4) step_copies_.erase(step_copies_.begin());
+  step_copied_ = true;  // wakes Loop to write it
 }
 
 void ShardCheckpointer::HookNewTables() {
@@ -283,24 +287,28 @@ void ShardCheckpointer::WriteCompleteStep() {
     }
   }
   if (sync_tables.empty()) return;
-  std::optional<uint64_t> step;
-  std::map<std::string, PartitionCheckpoint> cut;
+  // Every complete step, oldest first: shards running the same steps then
+  // write the same steps, so they share cuts to restore (writing only the
+  // newest let each shard skip different ones). A step older than a
+  // complete one that is itself incomplete never completes: dropped.
+  std::vector<std::pair<uint64_t, std::map<std::string, PartitionCheckpoint>>> cuts;
   {
     absl::MutexLock lock(&steps_mu_);
-    for (auto it = step_copies_.rbegin(); it != step_copies_.rend(); ++it) {
-      const bool complete = std::all_of(
-          sync_tables.begin(), sync_tables.end(),
-          [&](const std::string& t) { return it->second.contains(t); });
-      if (!complete) continue;
-      step = it->first;
-      cut = std::move(it->second);
-      step_copies_.erase(step_copies_.begin(), it.base());
-      break;
+    auto complete = [&](const std::map<std::string, PartitionCheckpoint>& copies) {
+      return std::all_of(sync_tables.begin(), sync_tables.end(),
+                         [&](const std::string& t) { return copies.contains(t); });
+    };
+    auto newest = std::find_if(step_copies_.rbegin(), step_copies_.rend(),
+                               [&](const auto& step) { return complete(step.second); });
+    for (auto it = step_copies_.begin(); it != newest.base();) {
+      if (complete(it->second)) cuts.emplace_back(it->first, std::move(it->second));
+      it = step_copies_.erase(it);
     }
   }
-  if (!step) return;
-  absl::MutexLock lock(&write_mu_);
-  Take(step, std::move(cut)).IgnoreError();  // logged and counted by Take
+  for (auto& [step, cut] : cuts) {
+    absl::MutexLock lock(&write_mu_);
+    Take(step, std::move(cut)).IgnoreError();  // logged and counted by Take
+  }
 }
 
 void ShardCheckpointer::StartBackground() {
@@ -317,7 +325,15 @@ void ShardCheckpointer::Loop() {
   // the last success (or from start).
   const absl::Duration poll = absl::Milliseconds(200);
   absl::Time last = absl::Now();
-  while (!stop_.WaitForNotificationWithTimeout(poll)) {
+  while (true) {
+    {
+      // A step copied wakes it at once, so copies are written before the
+      // four kept give way to newer ones.
+      absl::MutexLock lock(&steps_mu_);
+      steps_mu_.AwaitWithTimeout(absl::Condition(this, &ShardCheckpointer::Woken), poll);
+      if (stopping_) break;
+      step_copied_ = false;
+    }
     if (options_.every_steps > 0) {
       HookNewTables();
       WriteCompleteStep();

@@ -20,11 +20,13 @@
 // Step cut (every_steps = N > 0): every sync and semi-sync table gets a
 // hook on its apply path (Partition::SetStepClosedHook) that copies the
 // table exactly when its k*N-th step closes; once every such table of the
-// shard has its copy for step k*N, the background thread writes them (and
-// the other tables as they are then) as one checkpoint whose header records
-// sync_step = k*N. Shards running the same steps thus hold checkpoints of
-// the same step: restoring those on every shard gives the model as it was
-// after step k*N. Tables are hooked by the background thread, within
+// shard has its copy for step k*N, the background thread (woken by the
+// copy) writes them (and the other tables as they are then) as one
+// checkpoint whose header records sync_step = k*N; every complete step is
+// written, oldest first, while at most 4 steps' copies wait (older ones give
+// way). Shards running the same steps thus hold checkpoints of the same
+// steps: restoring one of those on every shard gives the model as it was
+// after that step. Tables are hooked by the background thread, within
 // 200 ms of their creation. Async tables have no steps: each of their
 // checkpoints is consistent in itself only.
 //
@@ -49,7 +51,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "server/checkpoint_fs.h"
@@ -168,10 +169,16 @@ class ShardCheckpointer {
   std::optional<ChainLink> chain_ ABSL_GUARDED_BY(write_mu_);
   uint32_t cut_ ABSL_GUARDED_BY(write_mu_) = 0;
   std::map<std::string, TableTrack> tracks_ ABSL_GUARDED_BY(write_mu_);
+  // Loop waits for a step copied or the destructor.
+  bool Woken() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(steps_mu_) {
+    return step_copied_ || stopping_;
+  }
+
   absl::Mutex steps_mu_;  // a leaf: taken under partition locks
   StepCopies step_copies_ ABSL_GUARDED_BY(steps_mu_);
+  bool step_copied_ ABSL_GUARDED_BY(steps_mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(steps_mu_) = false;
   std::map<std::string, std::weak_ptr<Partition>> hooked_;  // Loop only
-  absl::Notification stop_;
   std::thread thread_;
 };
 

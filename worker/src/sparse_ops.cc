@@ -200,6 +200,8 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
   EnsureLeases();
   const std::vector<ShardKeys> groups =
       GroupKeysByShard(keys, *(*meta)->ownership);
+  const std::vector<std::vector<float>> merged =
+      MergeSparseGradients(groups, gradients, config.dim);
   // Row versions of the basis pull go back with the push: per-row tau.
   std::shared_ptr<const RowVersionBasis> last_rows;
   absl::Span<const uint64_t> pulled_keys, pulled_versions;
@@ -228,44 +230,35 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
   std::shared_ptr<TableCompression> compression = CompressionOf(name);
   const bool compress_push =
       compression->config().push.codec != CodecKind::kNone;
-  // Every shard's request is built before any is sent, so a refusal (of
-  // the encoder) sends nothing. Uncompressed rows are merged straight into
-  // the request's bytes; compressed ones into a scratch buffer first.
-  std::vector<v1::PushSparseRequest> requests(groups.size());
-  const uint64_t push_index =
-      compress_push ? compression->NextPushIndex() : 0;
-  std::vector<float> scratch;
+  // Encode every shard's rows before sending any, so a refusal sends nothing.
+  std::vector<std::string> blocks(groups.size());
+  if (compress_push) {
+    const uint64_t push_index = compression->NextPushIndex();
+    for (uint32_t s = 0; s < groups.size(); ++s) {
+      if (groups[s].keys.empty()) continue;
+      absl::Status encoded =
+          compression->EncodeRows(merged[s], config.dim, push_index, &blocks[s]);
+      if (!encoded.ok()) return encoded;
+    }
+  }
   double norm_sq = 0.0;
   // Encoded: each shard measures what it decodes; no clipping: not needed.
-  const bool want_norm = !compress_push && config.staleness.clip_norm > 0.0f;
-  for (uint32_t s = 0; s < groups.size(); ++s) {
-    if (groups[s].keys.empty()) continue;
-    const size_t floats = groups[s].keys.size() * config.dim;
-    v1::PushSparseRequest& request = requests[s];
-    if (compress_push) {
-      scratch.resize(floats);
-      MergeShardGradients(groups[s], gradients, config.dim,
-                          absl::MakeSpan(scratch));
-      absl::Status encoded = compression->EncodeRows(
-          scratch, config.dim, push_index, request.mutable_gradients());
-      if (!encoded.ok()) return encoded;
-      request.set_encoded(true);
-    } else {
-      std::string* bytes = request.mutable_gradients();
-      bytes->resize(floats * sizeof(float));
-      const absl::Span<float> rows(reinterpret_cast<float*>(bytes->data()),
-                                   floats);
-      MergeShardGradients(groups[s], gradients, config.dim, rows);
-      if (want_norm) norm_sq += SquaredNorm(rows);
-    }
+  if (!compress_push && config.staleness.clip_norm > 0.0f) {
+    for (const auto& shard_gradients : merged) norm_sq += SquaredNorm(shard_gradients);
   }
   for (uint32_t s = 0; s < groups.size(); ++s) {
     if (groups[s].keys.empty()) continue;
-    v1::PushSparseRequest request = std::move(requests[s]);
-    compression->CountPush(groups[s].keys.size() * config.dim * sizeof(float),
-                           request.gradients().size());
+    v1::PushSparseRequest request;
     request.set_table(name);
     PackInto<uint64_t>(groups[s].keys, request.mutable_keys());
+    if (compress_push) {
+      *request.mutable_gradients() = std::move(blocks[s]);
+      request.set_encoded(true);
+    } else {
+      PackInto<float>(merged[s], request.mutable_gradients());
+    }
+    compression->CountPush(merged[s].size() * sizeof(float),
+                           request.gradients().size());
     *request.mutable_origin() = origin;
     request.set_base_version(base[s]);
     request.set_clock(ClockOf(name));
