@@ -16,6 +16,9 @@ absl::string_view RpcName(Rpc rpc) {
     case Rpc::kSetConsistency: return "SetConsistency";
     case Rpc::kStats: return "Stats";
     case Rpc::kDropTable: return "DropTable";
+    case Rpc::kCheckpoint: return "Checkpoint";
+    case Rpc::kEvictWorker: return "EvictWorker";
+    case Rpc::kShardStatus: return "ShardStatus";
   }
   return "unknown";
 }

@@ -27,6 +27,9 @@ enum class Rpc {
   kSetConsistency,
   kStats,
   kDropTable,
+  kCheckpoint,
+  kEvictWorker,
+  kShardStatus,
 };
 
 // The RPC's name as ps.proto spells it ("PushDense").

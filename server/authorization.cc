@@ -25,7 +25,11 @@ Grant GrantOf(Rpc method) {
     case Rpc::kCreateTable:
     case Rpc::kDropTable:
     case Rpc::kSetConsistency:
+    case Rpc::kCheckpoint:
+    case Rpc::kEvictWorker:
       return {false, true, false};
+    case Rpc::kShardStatus:
+      return {false, true, true};
     case Rpc::kGetTable:
     case Rpc::kStats:
       return {true, true, true};

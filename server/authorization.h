@@ -4,6 +4,8 @@
 //   method                                   worker        admin  reader
 //   Register Heartbeat Leave Pull* Push*     own ids only  -      -
 //   CreateTable DropTable SetConsistency     -             yes    -
+//   Checkpoint EvictWorker                   -             yes    -
+//   ShardStatus                              -             yes    yes
 //   GetTable Stats                           yes           yes    yes
 //
 // "Own ids only": the request's worker id must be one the principal may act

@@ -262,4 +262,25 @@ grpc::ServerUnaryReactor* ParameterServerService::DropTable(
                 [&] { return calls_.DropTable(*request, response); });
 }
 
+grpc::ServerUnaryReactor* ParameterServerService::Checkpoint(
+    grpc::CallbackServerContext* context, const v1::CheckpointRequest* request,
+    v1::CheckpointResponse* response) {
+  return Answer(context, Allow(context, Rpc::kCheckpoint),
+                [&] { return calls_.Checkpoint(*request, response); });
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::EvictWorker(
+    grpc::CallbackServerContext* context, const v1::EvictWorkerRequest* request,
+    v1::EvictWorkerResponse* response) {
+  return Answer(context, Allow(context, Rpc::kEvictWorker),
+                [&] { return calls_.EvictWorker(*request, response); });
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::ShardStatus(
+    grpc::CallbackServerContext* context, const v1::ShardStatusRequest* request,
+    v1::ShardStatusResponse* response) {
+  return Answer(context, Allow(context, Rpc::kShardStatus),
+                [&] { return calls_.ShardStatus(*request, response); });
+}
+
 }  // namespace taups

@@ -88,6 +88,21 @@ class ParameterServerService final : public ParameterServerServiceBase {
                                       const v1::DropTableRequest*,
                                       v1::DropTableResponse*) override;
 
+  // Admin: a checkpoint now; evict or drain a worker. Reader / admin: the
+  // shard's status (ShardCalls).
+  grpc::ServerUnaryReactor* Checkpoint(grpc::CallbackServerContext*,
+                                       const v1::CheckpointRequest*,
+                                       v1::CheckpointResponse*) override;
+  grpc::ServerUnaryReactor* EvictWorker(grpc::CallbackServerContext*,
+                                        const v1::EvictWorkerRequest*,
+                                        v1::EvictWorkerResponse*) override;
+  grpc::ServerUnaryReactor* ShardStatus(grpc::CallbackServerContext*,
+                                        const v1::ShardStatusRequest*,
+                                        v1::ShardStatusResponse*) override;
+  // The checkpointer, start time and serving flag Checkpoint and
+  // ShardStatus report; before the server starts (ShardCalls::SetShardLife).
+  void SetShardLife(const ShardCalls::ShardLife& life) { calls_.SetShardLife(life); }
+
   // What the tensors took on the wire, per table (for /metrics).
   const WireTraffic& traffic() const { return calls_.traffic(); }
 

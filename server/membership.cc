@@ -29,6 +29,7 @@ Membership::Registration Membership::Register(uint32_t worker,
                  w.left ? "leaving" : "being declared dead");
   }
   w.left = false;
+  w.evicted = false;
   w.worker_id = worker;
   w.incarnation = incarnation;
   w.live = true;
@@ -61,6 +62,24 @@ bool Membership::Leave(uint32_t worker, uint64_t incarnation) {
   it->second.left = true;
   it->second.last_seen = clock_->Now();
   return true;
+}
+
+Membership::Eviction Membership::Evict(uint32_t worker) {
+  Eviction result;
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(worker);
+  if (it == workers_.end()) return result;
+  WorkerStatus& w = it->second;
+  result.known = true;
+  result.was_live = w.live;
+  if (w.live) {
+    spdlog::warn("worker {} (incarnation {:016x}) evicted by an admin; it leaves "
+                 "every barrier and quorum until it registers again",
+                 worker, w.incarnation);
+  }
+  w.live = false;
+  w.evicted = !w.left;  // one that left stays recorded as having left
+  return result;
 }
 
 std::vector<uint32_t> Membership::Expire() {

@@ -29,6 +29,7 @@ struct WorkerStatus {
   uint64_t incarnation = 0;
   bool live = false;
   bool left = false;  // said goodbye (Leave) rather than going silent
+  bool evicted = false;  // declared dead by an admin (Evict), not by its lease
   absl::Time last_seen;
   absl::Duration lease;
 };
@@ -52,6 +53,14 @@ class Membership {
   // A worker that finished: no longer live, recorded as left (not dead, not
   // a lease expiration). False when that incarnation is not registered.
   bool Leave(uint32_t worker, uint64_t incarnation) ABSL_LOCKS_EXCLUDED(mu_);
+  // An admin declares the worker dead now (psctl evict): no longer live,
+  // recorded as evicted; it may register again. known: it had registered;
+  // was_live: it held a lease.
+  struct Eviction {
+    bool known = false;
+    bool was_live = false;
+  };
+  Eviction Evict(uint32_t worker) ABSL_LOCKS_EXCLUDED(mu_);
   // Declares expired leases dead; returns the workers that just died.
   std::vector<uint32_t> Expire() ABSL_LOCKS_EXCLUDED(mu_);
 

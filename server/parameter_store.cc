@@ -21,6 +21,7 @@ ParameterStore::ParameterStore(uint32_t shard_index, uint32_t num_shards,
       clock_(clock),
       limits_(limits),
       membership_(clock, default_lease, absl::Seconds(limits.max_lease_s)),
+      drains_(shard_index),
       budget_(limits.memory_budget_bytes,
               {TablesShareOf(limits.memory_budget_bytes),
                limits.memory_budget_bytes, limits.memory_budget_bytes}),
@@ -278,6 +279,14 @@ absl::StatusOr<float> ParameterStore::CheckFinite(
 
 absl::StatusOr<PushOutcome> ParameterStore::PushSliceTo(
     Entry& entry, const PushMeta& meta, const GradientPart& part) {
+  if (absl::Status drained = drains_.CheckPush(
+          meta.origin.worker_id, entry.partition->config().name, meta.clock);
+      !drained.ok()) {
+    if (meta.slices > 1 && meta.slice_index < meta.slices) {
+      entry.partition->Refuse(meta.origin, meta.slice_index, meta.slices, drained);
+    }
+    return drained;
+  }
   PushSlice slice;
   slice.origin = meta.origin;
   slice.index = meta.slice_index;
@@ -573,6 +582,7 @@ void ParameterStore::PublishMembership() {
 absl::Status ParameterStore::CheckRegistration(uint32_t worker,
                                                double lease_s) const {
   RETURN_IF_ERROR(CheckWorkerId(worker, limits_));
+  RETURN_IF_ERROR(drains_.CheckRegistration(worker));
   return CheckLease(lease_s, limits_);
 }
 
@@ -604,7 +614,12 @@ bool ParameterStore::Leave(uint32_t worker, uint64_t incarnation) {
 }
 
 void ParameterStore::Tick() {
-  if (!membership_.Expire().empty()) PublishMembership();
+  bool changed = !membership_.Expire().empty();
+  for (uint32_t worker : drains_.Finish()) {
+    membership_.Evict(worker);
+    changed = true;
+  }
+  if (changed) PublishMembership();
   for (const auto& entry : Entries()) entry->partition->Tick();
 }
 

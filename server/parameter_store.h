@@ -56,6 +56,7 @@
 #include "server/table_info.h"
 #include "server/table_workers.h"
 #include "server/waiting_calls.h"
+#include "server/worker_drains.h"
 #include "taups/table_config.h"
 
 namespace taups {
@@ -261,6 +262,21 @@ class ParameterStore {
   // milliseconds; simulations after moving time.
   void Tick();
 
+  // Admin (psctl evict): declares `worker` dead now on every table, so no
+  // step, quorum or SSP minimum waits for it (it may register again). With
+  // `drain`, it may first finish the step each sync / semi-sync table has
+  // open now (worker_drains.h): Tick declares it dead once those steps
+  // closed; its later pushes and its registrations are refused until the
+  // shard restarts. NOT_FOUND, and nothing changed, for a worker that never
+  // registered here.
+  struct Eviction {
+    bool was_live = false;
+    std::vector<std::string> draining_tables;  // drain: still waited for
+  };
+  absl::StatusOr<Eviction> EvictWorker(uint32_t worker, bool drain);
+  // Workers being drained now, in id order.
+  std::vector<uint32_t> DrainingWorkers() const { return drains_.Draining(); }
+
   // Shutdown: wakes every parked pull with `why`, and refuses with it
   // every pull that would park from now on.
   void CloseWaits(const absl::Status& why);
@@ -316,6 +332,7 @@ class ParameterStore {
   const Clock* const clock_;
   const ServerLimits limits_;
   Membership membership_;
+  WorkerDrains drains_;
   MemoryBudget budget_;
   WaitingCalls waiting_;
   // Held shared while a pull parks, exclusively by CloseWaits: no pull

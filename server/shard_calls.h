@@ -15,6 +15,7 @@
 #ifndef TAUPS_SERVER_SHARD_CALLS_H_
 #define TAUPS_SERVER_SHARD_CALLS_H_
 
+#include <atomic>
 #include <cstdint>
 
 #include "absl/status/status.h"
@@ -23,6 +24,7 @@
 #include "ps.pb.h"
 #include "server/parameter_store.h"
 #include "server/pull_waiters.h"
+#include "server/shard_checkpointer.h"
 #include "server/wire_traffic.h"
 
 namespace taups {
@@ -78,6 +80,27 @@ class ShardCalls {
   absl::Status DropTable(const v1::DropTableRequest& request,
                          v1::DropTableResponse* response);
 
+  // Admin (shard_admin_calls.cc). Checkpoint: FAILED_PRECONDITION without
+  // a checkpointer (see SetShardLife); answers once it is durable.
+  absl::Status Checkpoint(const v1::CheckpointRequest& request,
+                          v1::CheckpointResponse* response);
+  absl::Status EvictWorker(const v1::EvictWorkerRequest& request,
+                           v1::EvictWorkerResponse* response);
+  // Reader / admin: Stats of every table plus the shard's own state.
+  absl::Status ShardStatus(const v1::ShardStatusRequest& request,
+                           v1::ShardStatusResponse* response);
+
+  // What the shard knows beyond its store, for Checkpoint and ShardStatus.
+  // Set once, before the first call (ShardServer does, before it opens its
+  // port); left unset (the in-process transport), the shard has no
+  // checkpointer and counts its uptime from this object's construction.
+  struct ShardLife {
+    ShardCheckpointer* checkpointer = nullptr;  // null: no checkpoint dir
+    absl::Time started = absl::Now();
+    const std::atomic<bool>* serving = nullptr;  // null: always
+  };
+  void SetShardLife(const ShardLife& life) { life_ = life; }
+
   ParameterStore* store() const { return store_; }
   uint64_t incarnation() const { return incarnation_; }
   const WireTraffic& traffic() const { return traffic_; }
@@ -86,6 +109,7 @@ class ShardCalls {
   ParameterStore* const store_;
   const uint64_t incarnation_;
   WireTraffic traffic_;
+  ShardLife life_;
 };
 
 }  // namespace taups

@@ -100,6 +100,10 @@ absl::StatusOr<RestoreReport> ShardCheckpointer::Restore() {
   report.broken = loaded.broken;
   report.chain = loaded.chain;
   {
+    absl::MutexLock lock(&stats_mu_);
+    stats_.restored_sequence = header.sequence;
+  }
+  {
     absl::WriterMutexLock lock(&write_mu_);
     versions_at_last_ = TotalVersions();
   }
@@ -117,8 +121,16 @@ absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::TakeNow() {
   return Take(std::nullopt, {});
 }
 
+absl::StatusOr<CheckpointTaken> ShardCheckpointer::TakeNowReporting() {
+  absl::MutexLock lock(&write_mu_);
+  CheckpointTaken report;
+  ASSIGN_OR_RETURN(report.written, Take(std::nullopt, {}, &report));
+  return report;
+}
+
 absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::Take(
-    std::optional<uint64_t> step_cut, std::map<std::string, PartitionCheckpoint> cut) {
+    std::optional<uint64_t> step_cut, std::map<std::string, PartitionCheckpoint> cut,
+    CheckpointTaken* report) {
   const absl::Time start = absl::Now();
   ShardCheckpoint checkpoint;
   checkpoint.header.shard_index = store_->shard_index();
@@ -220,7 +232,16 @@ absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::Take(
   stats_.last_success = absl::Now();
   stats_.last_duration = stats_.last_success - start;
   stats_.last_bytes = written->bytes;
+  stats_.last_sequence = written->sequence;
   stats_.last_error.clear();
+  if (report != nullptr) {
+    for (const PartitionCheckpoint& p : checkpoint.partitions) {
+      report->tables.push_back(
+          {p.config.name, p.snapshot.policy.version, p.snapshot.policy.open_step});
+    }
+    report->sync_step = checkpoint.header.sync_step;
+    report->incremental = incremental;
+  }
   spdlog::info("checkpoint {} written ({}): {} tables, {} bytes in {} (longest "
                "table cut {}){}", written->path,
                incremental ? absl::StrCat("delta on ", checkpoint.base->sequence)

@@ -96,6 +96,21 @@ struct CheckpointerStats {
   uint64_t last_step_cut = 0;    // its step
   uint64_t tables_whole_in_delta = 0;  // sparse tables a delta wrote whole
   std::string last_error;
+  uint64_t last_sequence = 0;                // of the last one written
+  std::optional<uint64_t> restored_sequence;  // the one the shard started from
+};
+
+// What one checkpoint taken on demand holds (psctl checkpoint).
+struct CheckpointTaken {
+  CheckpointWriteInfo written;
+  struct Table {
+    std::string name;
+    uint64_t version = 0;
+    uint64_t open_step = 0;
+  };
+  std::vector<Table> tables;
+  std::optional<uint64_t> sync_step;  // every sync table cut at this step
+  bool incremental = false;
 };
 
 class ShardCheckpointer {
@@ -115,6 +130,8 @@ class ShardCheckpointer {
   absl::StatusOr<RestoreReport> Restore();
 
   absl::StatusOr<CheckpointWriteInfo> TakeNow() ABSL_LOCKS_EXCLUDED(write_mu_);
+  // TakeNow, saying what the checkpoint holds; it is durable on return.
+  absl::StatusOr<CheckpointTaken> TakeNowReporting() ABSL_LOCKS_EXCLUDED(write_mu_);
   void StartBackground();
   CheckpointerStats stats() const ABSL_LOCKS_EXCLUDED(stats_mu_);
   // taups_checkpoints_total, taups_checkpoint_failures_total,
@@ -145,9 +162,11 @@ class ShardCheckpointer {
   uint64_t TotalVersions() const;
   void Loop();
   // TakeNow's body; `cut`: the step and the copies of its sync tables.
+  // `report`, when not null, is filled once the checkpoint is written.
   absl::StatusOr<CheckpointWriteInfo> Take(
       std::optional<uint64_t> step,
-      std::map<std::string, PartitionCheckpoint> cut)
+      std::map<std::string, PartitionCheckpoint> cut,
+      CheckpointTaken* report = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Hooks the sync/semi-sync tables not hooked yet; writes the newest step
   // every one of them has a copy of.

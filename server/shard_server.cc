@@ -84,6 +84,7 @@ struct ShardServer::State {
   std::unique_ptr<ParameterServerService> service;
   MetricsRegistry metrics;
   std::atomic<bool> ready{false};  // restore done, serving
+  absl::Time started = absl::Now();
   std::unique_ptr<MetricsHttpServer> metrics_server;
   std::unique_ptr<grpc::Server> server;
   absl::Notification stop_stats;
@@ -265,6 +266,8 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
     return made;
   }
 
+  state->service->SetShardLife(
+      {state->checkpointer.get(), state->started, &state->ready});
   EnableHealthAndReflection();  // before the builder: it collects plugins
   grpc::ServerBuilder builder;
   // gRPC sets SO_REUSEPORT by default, which lets a second shard bind a
@@ -356,6 +359,7 @@ void ShardServer::Wait() { state_->shut_down.WaitForNotification(); }
 
 void ShardServer::Shutdown(absl::Duration grace) {
   std::call_once(state_->shutdown_once, [this, grace] {
+    state_->ready = false;  // ShardStatus says so while calls drain
     SetServingHealth(*state_->server, false);
     // Parked pulls would otherwise hold the shutdown until `grace`.
     state_->store->CloseWaits(absl::UnavailableError(absl::StrCat(

@@ -121,6 +121,9 @@ TEST_CASE("every method against every role") {
       {Rpc::kSetConsistency, false, true, false},
       {Rpc::kGetTable, true, true, true},
       {Rpc::kStats, true, true, true},
+      {Rpc::kCheckpoint, false, true, false},
+      {Rpc::kEvictWorker, false, true, false},
+      {Rpc::kShardStatus, false, true, true},
   };
   for (const Row& row : rows) {
     INFO(RpcName(row.method));
@@ -160,6 +163,7 @@ TEST_CASE("a worker acts only as its own worker ids") {
     CHECK(absl::IsInvalidArgument(Authorize(worker, method)));
   }
   CHECK(!ActsAsWorker(Rpc::kStats));
+  CHECK(!ActsAsWorker(Rpc::kEvictWorker));  // names a worker, acts as none
   CHECK(Authorize(table.FindByName("trainer4"), Rpc::kPushDense, 4).ok());
   CHECK(absl::IsPermissionDenied(
       Authorize(table.FindByName("trainer4"), Rpc::kPushDense, 3)));

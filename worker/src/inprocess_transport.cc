@@ -61,6 +61,15 @@ absl::Status InProcessTransport::Dispatch(
     case Rpc::kDropTable:
       return shard_->DropTable(In<v1::DropTableRequest>(request),
                                Out<v1::DropTableRequest>(response));
+    case Rpc::kCheckpoint:
+      return shard_->Checkpoint(In<v1::CheckpointRequest>(request),
+                                Out<v1::CheckpointRequest>(response));
+    case Rpc::kEvictWorker:
+      return shard_->EvictWorker(In<v1::EvictWorkerRequest>(request),
+                                 Out<v1::EvictWorkerRequest>(response));
+    case Rpc::kShardStatus:
+      return shard_->ShardStatus(In<v1::ShardStatusRequest>(request),
+                                 Out<v1::ShardStatusRequest>(response));
   }
   return absl::InternalError("unknown RPC");
 }

@@ -55,6 +55,9 @@ TAUPS_RPC_OF(LeaveRequest, LeaveResponse, kLeave);
 TAUPS_RPC_OF(SetConsistencyRequest, SetConsistencyResponse, kSetConsistency);
 TAUPS_RPC_OF(StatsRequest, StatsResponse, kStats);
 TAUPS_RPC_OF(DropTableRequest, DropTableResponse, kDropTable);
+TAUPS_RPC_OF(CheckpointRequest, CheckpointResponse, kCheckpoint);
+TAUPS_RPC_OF(EvictWorkerRequest, EvictWorkerResponse, kEvictWorker);
+TAUPS_RPC_OF(ShardStatusRequest, ShardStatusResponse, kShardStatus);
 #undef TAUPS_RPC_OF
 
 template <typename Request>

@@ -1,9 +1,17 @@
-// ps_admin: look at and steer a running tauPS cluster.
+// ps_admin (psctl): look at and steer a running tauPS cluster. One binary,
+// one home for every operator command:
 //
+//   ps_admin --servers=h:p,h:p status [--tables=T,U] [--json]
+//   ps_admin --servers=h:p,h:p checkpoint [--json]
+//   ps_admin --servers=h:p,h:p evict --worker=N [--drain]
 //   ps_admin --servers=h:p,h:p stats --table=mlp
-//   ps_admin --servers=h:p,h:p --tables=mlp,emb [--json] status
 //   ps_admin --servers=h:p,h:p set-policy --table=mlp --num_workers=4
 //            --consistency=semi_sync --quorum=0.75 --late=reuse_last
+//   ps_admin --servers=h:p,h:p drop-table --table=mlp
+//
+// status, checkpoint and evict ask every shard itself (shard_admin.h) and
+// report each shard's answer; a shard that fails is named with its error
+// and the exit status is 1.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -18,7 +26,9 @@
 #include "server/cluster_config.h"
 #include "taups/client.h"
 #include "worker/tools/cluster_status.h"
+#include "worker/tools/admin_commands.h"
 #include "worker/tools/policy_flags.h"
+#include "worker/tools/shard_admin.h"
 #include "worker/tools/transport_flags.h"
 
 ABSL_FLAG(std::string, servers, "",
@@ -29,7 +39,14 @@ ABSL_FLAG(std::string, config, "",
 ABSL_FLAG(std::string, table, "", "The table to inspect or change");
 ABSL_FLAG(std::string, tables, "",
           "status: comma-separated tables to show (default: --table)");
-ABSL_FLAG(bool, json, false, "status: print JSON instead of a text table");
+ABSL_FLAG(bool, json, false,
+          "status, checkpoint: print JSON instead of text tables");
+ABSL_FLAG(int64_t, worker, -1, "evict: the worker id to evict or drain");
+ABSL_FLAG(bool, drain, false,
+          "evict: let the worker finish the step it is in, then refuse its "
+          "later steps and registrations (until the shards restart)");
+ABSL_FLAG(double, timeout_s, 60,
+          "status, checkpoint, evict: how long each shard may take to answer");
 ABSL_FLAG(uint32_t, num_workers, 0,
           "set-policy: workers a sync/semi_sync/ssp barrier expects");
 
@@ -38,12 +55,15 @@ namespace {
 
 // Every numeric flag of ps_admin (its own, then the policy flags').
 std::vector<FlagRange> AllFlagRanges() {
-  std::vector<FlagRange> ranges = {{"num_workers", 0, 65536}};
+  std::vector<FlagRange> ranges = {{"num_workers", 0, 65536},
+                                   {"worker", -1, 4294967294.0},
+                                   {"timeout_s", 0.001, 86400}};
   AppendFlagRanges(ranges, PolicyFlagRanges());
   return ranges;
 }
 
-absl::StatusOr<std::unique_ptr<Client>> ConnectAdmin() {
+// The shards and how to reach them, from the flags.
+absl::StatusOr<ClientOptions> AdminOptions() {
   ClientOptions options;
   ASSIGN_OR_RETURN(ClusterConfig cluster,
                    ClusterFromServersOrConfig(absl::GetFlag(FLAGS_servers),
@@ -53,7 +73,18 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectAdmin() {
   options.worker_id = UINT32_MAX;
   options.connect_timeout = absl::Seconds(5);
   RETURN_IF_ERROR(ApplyTransportFlags(options));
+  return options;
+}
+
+absl::StatusOr<std::unique_ptr<Client>> ConnectAdmin() {
+  ASSIGN_OR_RETURN(ClientOptions options, AdminOptions());
   return Client::Connect(options);
+}
+
+absl::StatusOr<std::unique_ptr<ShardAdmin>> OpenShardAdmin() {
+  ASSIGN_OR_RETURN(ClientOptions options, AdminOptions());
+  return ShardAdmin::Open(options,
+                          absl::Seconds(absl::GetFlag(FLAGS_timeout_s)));
 }
 
 absl::Status PrintStats(Client& client, const std::string& table) {
@@ -104,28 +135,42 @@ absl::Status PrintStats(Client& client, const std::string& table) {
   return absl::OkStatus();
 }
 
+constexpr char kCommands[] =
+    "status, checkpoint, evict, stats, set-policy or drop-table";
+
 absl::Status Run(const std::vector<char*>& args) {
   if (args.size() != 2) {
-    return absl::InvalidArgumentError(
-        "usage: ps_admin --servers=... --table=T stats|set-policy|drop-table "
-        "[policy flags], or --tables=T,U [--json] status");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected one command (", kCommands, "); see ps_admin --help"));
   }
   const std::string command = args[1];
   const std::string table = absl::GetFlag(FLAGS_table);
+  const bool json = absl::GetFlag(FLAGS_json);
   if (command == "status") {
     std::vector<std::string> tables = absl::StrSplit(
         absl::GetFlag(FLAGS_tables), ',', absl::SkipWhitespace());
     if (tables.empty() && !table.empty()) tables.push_back(table);
-    if (tables.empty()) return absl::InvalidArgumentError("status needs --tables");
-    ASSIGN_OR_RETURN(std::unique_ptr<Client> client, ConnectAdmin());
-    ASSIGN_OR_RETURN(std::vector<TableStatus> status,
-                     ReadClusterStatus(*client, tables));
-    const std::string out =
-        absl::GetFlag(FLAGS_json) ? StatusJson(status) : StatusText(status);
-    std::fputs(out.c_str(), stdout);
-    return absl::OkStatus();
+    ASSIGN_OR_RETURN(std::unique_ptr<ShardAdmin> admin, OpenShardAdmin());
+    return PrintStatus(*admin, tables, json);
   }
-  if (table.empty()) return absl::InvalidArgumentError("--table is required");
+  if (command == "checkpoint") {
+    ASSIGN_OR_RETURN(std::unique_ptr<ShardAdmin> admin, OpenShardAdmin());
+    return PrintCheckpoints(*admin, json);
+  }
+  if (command == "evict") {
+    const int64_t worker = absl::GetFlag(FLAGS_worker);
+    if (worker < 0) return absl::InvalidArgumentError("evict needs --worker=N");
+    ASSIGN_OR_RETURN(std::unique_ptr<ShardAdmin> admin, OpenShardAdmin());
+    return PrintEviction(*admin, static_cast<uint32_t>(worker),
+                         absl::GetFlag(FLAGS_drain));
+  }
+  if (command != "stats" && command != "set-policy" && command != "drop-table") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown command '", command, "'; expected ", kCommands));
+  }
+  if (table.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(command, " needs --table"));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<Client> client, ConnectAdmin());
   if (command == "stats") return PrintStats(*client, table);
   if (command == "set-policy") {
@@ -137,16 +182,11 @@ absl::Status Run(const std::vector<char*>& args) {
                 ConsistencyKindName(policy.consistency.kind));
     return absl::OkStatus();
   }
-  if (command == "drop-table") {
-    ASSIGN_OR_RETURN(const uint64_t freed, client->DropTable(table));
-    std::printf("table %s dropped on %d shards; %lu bytes of memory budget freed\n",
-                table.c_str(), client->num_shards(),
-                static_cast<unsigned long>(freed));
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(
-      "unknown command '" + command +
-      "'; expected stats, status, set-policy or drop-table");
+  ASSIGN_OR_RETURN(const uint64_t freed, client->DropTable(table));
+  std::printf("table %s dropped on %d shards; %lu bytes of memory budget freed\n",
+              table.c_str(), client->num_shards(),
+              static_cast<unsigned long>(freed));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -156,16 +196,27 @@ int main(int argc, char** argv) {
   const std::vector<taups::FlagRange> ranges = taups::AllFlagRanges();
   const std::vector<char*> args = taups::ParseCommandLineOrExit(
       argc, argv, "ps_admin",
-      "ps_admin: inspect or steer a tauPS cluster.\n"
-      "  ps_admin --servers=h:p,h:p --table=T stats\n"
-      "  ps_admin --servers=h:p,h:p --tables=T,U [--json] status   (one row "
-      "per table and shard)\n"
-      "  ps_admin --servers=h:p,h:p --table=T --num_workers=N set-policy "
-      "--consistency=sync|semi_sync|ssp|async [--quorum --step_timeout_s "
-      "--late --ssp_bound --tau_max --downweight ...]\n"
-      "  ps_admin --servers=h:p,h:p --table=T drop-table   (frees its memory "
-      "budget on every shard)\n"
-      "Exit status 2 for a flag out of range, 1 for other failures.",
+      "ps_admin (psctl): inspect or steer a tauPS cluster.\n"
+      "Every command takes the shards as --servers=h:p,h:p (shard order) or "
+      "--config=FILE, and --tls_* / --auth_token_file as ps_worker does.\n"
+      "Commands:\n"
+      "  status [--tables=T,U] [--json]   every shard (incarnation, uptime, "
+      "workers live/dead/left/evicted, budget, last checkpoint) and every "
+      "table on it (version, policy, tau, steps, wait, straggler); reader or "
+      "admin role\n"
+      "  checkpoint [--json]              a checkpoint on every shard now; "
+      "answers once each is durable (admin)\n"
+      "  evict --worker=N [--drain]       declare worker N dead on every shard "
+      "now, or with --drain after the step it is in (admin)\n"
+      "  stats --table=T                  the table's figures per shard and "
+      "worker\n"
+      "  set-policy --table=T --num_workers=N --consistency=sync|semi_sync|"
+      "ssp|async [--quorum --step_timeout_s --late --ssp_bound --tau_max "
+      "--downweight ...]   (admin)\n"
+      "  drop-table --table=T             frees its memory budget on every "
+      "shard (admin)\n"
+      "Exit status 2 for a flag out of range, 1 for other failures (a shard "
+      "that failed is named with its error).",
       ranges);
   // Results go to stdout; the client library's warnings to stderr.
   taups::LogOptions log;

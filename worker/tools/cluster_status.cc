@@ -1,18 +1,39 @@
 #include "worker/tools/cluster_status.h"
 
 #include <algorithm>
+#include <cctype>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/status_macros.h"
+#include "absl/strings/strip.h"
 
 namespace taups {
 namespace {
 
-// A JSON string literal of `s` (table names are printable; control
-// characters are escaped anyway).
-std::string Quoted(const std::string& s) {
+constexpr double kMiB = 1024.0 * 1024.0;
+
+bool Shown(const ClusterStatus& status, const std::string& table) {
+  return status.tables.empty() ||
+         std::find(status.tables.begin(), status.tables.end(), table) !=
+             status.tables.end();
+}
+
+std::string Hex(uint64_t v) { return absl::StrFormat("%016x", v); }
+
+std::string Straggler(const v1::TableStats& t) {
+  return t.has_straggler() ? absl::StrCat(t.last_straggler()) : "-";
+}
+
+std::string Draining(const v1::ShardStatusResponse& s) {
+  if (s.draining_workers().empty()) return "-";
+  return absl::StrJoin(s.draining_workers(), ",");
+}
+
+}  // namespace
+
+std::string JsonQuoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') {
@@ -27,44 +48,25 @@ std::string Quoted(const std::string& s) {
   return out + "\"";
 }
 
-// The worker whose arrival closed the last step, or -1 (the answer carries
-// none as -1 or as 2^32 - 1).
-int64_t Straggler(const TableShardStats& s) {
-  return s.last_straggler < 0 || s.last_straggler >= 0xFFFFFFFFll ? -1
-                                                                   : s.last_straggler;
+std::string PolicyCell(const v1::ConsistencyConfig& c) {
+  std::string kind = absl::AsciiStrToLower(absl::StripPrefix(
+      v1::ConsistencyKind_Name(c.kind()), "CONSISTENCY_"));
+  switch (c.kind()) {
+    case v1::CONSISTENCY_SYNC:
+      return absl::StrCat(kind, "/n=", c.num_workers());
+    case v1::CONSISTENCY_SEMI_SYNC:
+      return absl::StrCat(kind, "/n=", c.num_workers(), ",q=", c.quorum());
+    case v1::CONSISTENCY_SSP:
+      return absl::StrCat(kind, "/s=", c.staleness_bound());
+    default:
+      return "async";
+  }
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<TableStatus>> ReadClusterStatus(
-    Client& client, const std::vector<std::string>& tables) {
-  std::vector<TableStatus> status;
-  for (const std::string& table : tables) {
-    TableStatus t;
-    ASSIGN_OR_RETURN(t.config, client.OpenTable(table));
-    ASSIGN_OR_RETURN(t.shards, client.Stats(table));
-    status.push_back(std::move(t));
-  }
-  return status;
-}
-
-std::string StatusText(const std::vector<TableStatus>& status) {
-  std::vector<std::vector<std::string>> rows = {
-      {"TABLE", "SHARD", "VERSION", "POLICY", "TAU_P50", "TAU_P99", "REJECTED",
-       "WAIT_P99_S", "STRAGGLER", "LIVE", "DEAD"}};
-  for (const TableStatus& t : status) {
-    for (const TableShardStats& s : t.shards) {
-      rows.push_back({t.config.name, absl::StrCat(s.shard), absl::StrCat(s.version),
-                      ConsistencyKindName(t.config.consistency.kind),
-                      absl::StrFormat("%.0f", s.tau_p50),
-                      absl::StrFormat("%.0f", s.tau_p99), absl::StrCat(s.rejected),
-                      absl::StrFormat("%.3f", s.step_wait_p99_s),
-                      Straggler(s) < 0 ? "-" : absl::StrCat(Straggler(s)),
-                      absl::StrCat(s.live_workers), absl::StrCat(s.dead_workers)});
-    }
-  }
-  std::vector<size_t> width(rows[0].size(), 0);
+std::string AlignedRows(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
   for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()), 0);
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   }
   std::string out;
@@ -79,26 +81,92 @@ std::string StatusText(const std::vector<TableStatus>& status) {
   return out;
 }
 
-std::string StatusJson(const std::vector<TableStatus>& status) {
-  std::vector<std::string> tables;
-  for (const TableStatus& t : status) {
-    std::vector<std::string> shards;
-    for (const TableShardStats& s : t.shards) {
-      shards.push_back(absl::StrFormat(
-          "{\"shard\":%u,\"version\":%u,\"pushes\":%u,\"rejected\":%u,"
-          "\"downweighted\":%u,\"tau_p50\":%g,\"tau_p99\":%g,\"tau_max\":%g,"
-          "\"steps_closed\":%u,\"step_wait_p99_s\":%g,\"straggler\":%d,"
-          "\"live_workers\":%u,\"dead_workers\":%u}",
-          s.shard, s.version, s.pushes, s.rejected, s.downweighted, s.tau_p50,
-          s.tau_p99, s.tau_max, s.steps_closed, s.step_wait_p99_s,
-          Straggler(s), s.live_workers, s.dead_workers));
+std::string StatusText(const ClusterStatus& status) {
+  std::vector<std::vector<std::string>> shards = {
+      {"SHARD", "ADDRESS", "INCARNATION", "UPTIME_S", "READY", "TABLES", "LIVE",
+       "DEAD", "LEFT", "EVICTED", "DRAINING", "BUDGET_USED_MIB", "BUDGET_MIB",
+       "CKPT", "CKPT_AGE_S", "CKPT_FAILED"}};
+  std::vector<std::vector<std::string>> tables = {
+      {"TABLE", "SHARD", "VERSION", "POLICY", "TAU_P50", "TAU_P99", "TAU_MAX",
+       "PUSHES", "REJECTED", "STEPS", "WAIT_P99_S", "STRAGGLER"}};
+  for (size_t i = 0; i < status.shards.size(); ++i) {
+    if (!status.shards[i].ok()) continue;
+    const v1::ShardStatusResponse& s = *status.shards[i];
+    const v1::StatsResponse& stats = s.stats();
+    const v1::CheckpointStatus& c = s.checkpoint();
+    const bool has_checkpoint = c.enabled() && c.last_age_s() >= 0;
+    shards.push_back(
+        {absl::StrCat(stats.shard_index()), status.addresses[i],
+         Hex(stats.server_incarnation()), absl::StrFormat("%.0f", s.uptime_s()),
+         s.ready() ? "yes" : "no", absl::StrCat(stats.tables_size()),
+         absl::StrCat(stats.live_workers()), absl::StrCat(stats.dead_workers()),
+         absl::StrCat(s.left_workers()), absl::StrCat(s.evicted_workers()),
+         Draining(s), absl::StrFormat("%.1f", s.budget_used_bytes() / kMiB),
+         absl::StrFormat("%.0f", s.budget_limit_bytes() / kMiB),
+         !c.enabled() ? "off" : has_checkpoint ? absl::StrCat(c.last_sequence()) : "-",
+         has_checkpoint ? absl::StrFormat("%.1f", c.last_age_s()) : "-",
+         c.enabled() ? absl::StrCat(c.failed()) : "-"});
+    for (const v1::TableStats& t : stats.tables()) {
+      if (!Shown(status, t.info().config().name())) continue;
+      tables.push_back(
+          {t.info().config().name(), absl::StrCat(stats.shard_index()),
+           absl::StrCat(t.info().version()), PolicyCell(t.info().config().consistency()),
+           absl::StrFormat("%.0f", t.tau().p50()), absl::StrFormat("%.0f", t.tau().p99()),
+           absl::StrFormat("%.0f", t.tau().max()), absl::StrCat(t.pushes()),
+           absl::StrCat(t.rejected()), absl::StrCat(t.steps_closed()),
+           absl::StrFormat("%.3f", t.step_wait_s().p99()), Straggler(t)});
     }
-    tables.push_back(absl::StrCat(
-        "{\"name\":", Quoted(t.config.name), ",\"policy\":",
-        Quoted(ConsistencyKindName(t.config.consistency.kind)), ",\"shards\":[",
-        absl::StrJoin(shards, ","), "]}"));
   }
-  return absl::StrCat("{\"tables\":[", absl::StrJoin(tables, ","), "]}\n");
+  return absl::StrCat(AlignedRows(shards), "\n", AlignedRows(tables));
+}
+
+std::string StatusJson(const ClusterStatus& status) {
+  std::vector<std::string> shards, errors;
+  for (size_t i = 0; i < status.shards.size(); ++i) {
+    if (!status.shards[i].ok()) {
+      errors.push_back(absl::StrCat(
+          "{\"shard\":", i, ",\"address\":", JsonQuoted(status.addresses[i]),
+          ",\"error\":", JsonQuoted(status.shards[i].status().ToString()), "}"));
+      continue;
+    }
+    const v1::ShardStatusResponse& s = *status.shards[i];
+    const v1::StatsResponse& stats = s.stats();
+    const v1::CheckpointStatus& c = s.checkpoint();
+    std::vector<std::string> tables;
+    for (const v1::TableStats& t : stats.tables()) {
+      if (!Shown(status, t.info().config().name())) continue;
+      tables.push_back(absl::StrFormat(
+          "{\"name\":%s,\"policy\":%s,\"version\":%u,\"pushes\":%u,"
+          "\"rejected\":%u,\"late\":%u,\"tau_mean\":%g,\"tau_p50\":%g,"
+          "\"tau_p99\":%g,\"tau_max\":%g,\"steps_closed\":%u,\"open_step\":%u,"
+          "\"step_wait_p50_s\":%g,\"step_wait_p99_s\":%g,\"step_wait_max_s\":%g,"
+          "\"straggler\":%d}",
+          JsonQuoted(t.info().config().name()),
+          JsonQuoted(PolicyCell(t.info().config().consistency())),
+          t.info().version(), t.pushes(), t.rejected(), t.late_pushes(),
+          t.tau().mean(), t.tau().p50(), t.tau().p99(), t.tau().max(),
+          t.steps_closed(), t.info().open_step(), t.step_wait_s().p50(),
+          t.step_wait_s().p99(), t.step_wait_s().max(),
+          t.has_straggler() ? static_cast<int64_t>(t.last_straggler()) : -1));
+    }
+    shards.push_back(absl::StrFormat(
+        "{\"shard\":%u,\"address\":%s,\"incarnation\":\"%s\",\"uptime_s\":%g,"
+        "\"ready\":%s,\"workers\":{\"live\":%u,\"dead\":%u,\"left\":%u,"
+        "\"evicted\":%u,\"draining\":[%s]},\"budget\":{\"used_bytes\":%u,"
+        "\"limit_bytes\":%u},\"checkpoint\":{\"enabled\":%s,\"taken\":%u,"
+        "\"failed\":%u,\"last_sequence\":%u,\"last_age_s\":%g,\"last_bytes\":%u,"
+        "\"last_error\":%s,\"restored\":%s},\"tables\":[%s]}",
+        stats.shard_index(), JsonQuoted(status.addresses[i]),
+        Hex(stats.server_incarnation()), s.uptime_s(), s.ready() ? "true" : "false",
+        stats.live_workers(), stats.dead_workers(), s.left_workers(),
+        s.evicted_workers(), absl::StrJoin(s.draining_workers(), ","),
+        s.budget_used_bytes(), s.budget_limit_bytes(),
+        c.enabled() ? "true" : "false", c.taken(), c.failed(), c.last_sequence(),
+        c.last_age_s(), c.last_bytes(), JsonQuoted(c.last_error()),
+        c.restored() ? "true" : "false", absl::StrJoin(tables, ",")));
+  }
+  return absl::StrCat("{\"shards\":[", absl::StrJoin(shards, ","), "],\"errors\":[",
+                      absl::StrJoin(errors, ","), "]}\n");
 }
 
 }  // namespace taups

@@ -1,13 +1,20 @@
-// `ps_admin status`: one row per (table, shard) of what the shards report
-// through Stats and GetTable, as an aligned text table or as JSON.
+// `ps_admin status`: the cluster at a glance, from one ShardStatus call per
+// shard (shard_admin.h), as aligned text tables or as JSON.
 //
-//   TABLE    SHARD VERSION POLICY TAU_P50 TAU_P99 REJECTED WAIT_P99_S STRAGGLER LIVE DEAD
+// Text: one row per shard, then one row per (table, shard):
 //
-// DEAD counts every registered worker not holding a lease (the Stats RPC
-// does not tell a worker that left from one that died). Shard incarnations, memory budget use and checkpoint age are not in these
-// RPCs; the shards' /metrics has them.
+//   SHARD ADDRESS INCARNATION UPTIME_S READY TABLES LIVE DEAD LEFT EVICTED
+//     DRAINING BUDGET_USED_MIB BUDGET_MIB CKPT CKPT_AGE_S CKPT_FAILED
+//   TABLE SHARD VERSION POLICY TAU_P50 TAU_P99 TAU_MAX PUSHES REJECTED
+//     STEPS WAIT_P99_S STRAGGLER
 //
-// Thread-compatible; the Client is used only for the call's duration.
+// No cell holds a space; "-" stands for none (no checkpoint, no straggler,
+// no draining worker). DEAD counts every registered worker without a lease;
+// LEFT and EVICTED say how many of them said Leave or were evicted by an
+// admin. A shard that did not answer has no rows: its error is in
+// `errors` (and ps_admin prints it to stderr and exits 1).
+//
+// Pure functions; thread-safe.
 #ifndef TAUPS_WORKER_TOOLS_CLUSTER_STATUS_H_
 #define TAUPS_WORKER_TOOLS_CLUSTER_STATUS_H_
 
@@ -15,23 +22,30 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "taups/client.h"
+#include "ps.pb.h"
 
 namespace taups {
 
-struct TableStatus {
-  TableConfig config;
-  std::vector<TableShardStats> shards;
+struct ClusterStatus {
+  std::vector<std::string> addresses;  // shard order
+  // Per shard: its answer, or the error naming it.
+  std::vector<absl::StatusOr<v1::ShardStatusResponse>> shards;
+  // Tables to show; empty: every table.
+  std::vector<std::string> tables;
 };
 
-// Asks every shard about each of `tables`; the first error (e.g. NOT_FOUND
-// naming the table) if one cannot be read.
-absl::StatusOr<std::vector<TableStatus>> ReadClusterStatus(
-    Client& client, const std::vector<std::string>& tables);
+// "sync/n=4", "semi_sync/n=4,q=0.75", "ssp/s=3", "async".
+std::string PolicyCell(const v1::ConsistencyConfig& consistency);
 
-std::string StatusText(const std::vector<TableStatus>& status);
-// {"tables":[{"name":..,"policy":..,"shards":[{"shard":0,...}]}]}
-std::string StatusJson(const std::vector<TableStatus>& status);
+std::string StatusText(const ClusterStatus& status);
+// {"shards":[{"shard":0,"address":..,"incarnation":"<hex>",...,
+//   "tables":[{"name":..,"policy":..,"version":..,...}]}],"errors":[..]}
+std::string StatusJson(const ClusterStatus& status);
+
+// Rows as columns padded to the widest cell, two spaces apart.
+std::string AlignedRows(const std::vector<std::vector<std::string>>& rows);
+// A JSON string literal.
+std::string JsonQuoted(const std::string& s);
 
 }  // namespace taups
 

@@ -1,0 +1,49 @@
+// ParameterStore's admin calls on workers (psctl evict): declared dead
+// now, or drained after the step they are in.
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/parameter_store.h"
+
+namespace taups {
+
+absl::StatusOr<ParameterStore::Eviction> ParameterStore::EvictWorker(
+    uint32_t worker, bool drain) {
+  RETURN_IF_ERROR(CheckWorkerId(worker, limits_));
+  bool known = false;
+  bool live = false;
+  for (const WorkerStatus& w : membership_.Workers()) {
+    if (w.worker_id != worker) continue;
+    known = true;
+    live = w.live;
+  }
+  if (!known) {
+    return absl::NotFoundError(absl::StrCat("worker ", worker,
+                                            " never registered with shard ",
+                                            shard_index_, "; nothing to evict"));
+  }
+  Eviction result;
+  result.was_live = live;
+  if (!drain) {
+    membership_.Evict(worker);
+    PublishMembership();  // closes the steps that waited only for it
+    return result;
+  }
+  std::vector<WorkerDrains::Pending> pending;
+  for (const std::shared_ptr<Entry>& entry : Entries()) {
+    const ConsistencyKind kind = entry->partition->consistency().kind;
+    if (kind != ConsistencyKind::kSync && kind != ConsistencyKind::kSemiSync) {
+      continue;
+    }
+    pending.push_back({entry->partition->config().name, entry->partition,
+                       entry->partition->open_step()});
+  }
+  drains_.Start(worker, std::move(pending));
+  // Out at once when no table has a step open for it; else Tick does it.
+  const std::vector<uint32_t> out = drains_.Finish();
+  for (uint32_t w : out) membership_.Evict(w);
+  if (!out.empty()) PublishMembership();
+  result.draining_tables = drains_.TablesOf(worker);
+  return result;
+}
+
+}  // namespace taups

@@ -1,0 +1,28 @@
+// ps_admin's commands that ask every shard itself (through ShardAdmin):
+// status, checkpoint and evict. Each prints what the shards answered to
+// stdout, every failed shard's error (naming the shard) to stderr, and
+// returns an error when any shard failed, so ps_admin exits 1.
+//
+// Thread-compatible (one ShardAdmin, one caller).
+#ifndef TAUPS_WORKER_TOOLS_ADMIN_COMMANDS_H_
+#define TAUPS_WORKER_TOOLS_ADMIN_COMMANDS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "worker/tools/shard_admin.h"
+
+namespace taups {
+
+// `tables` empty: every table. A table asked for that no answering shard
+// holds is NOT_FOUND naming it.
+absl::Status PrintStatus(ShardAdmin& admin, const std::vector<std::string>& tables,
+                         bool json);
+absl::Status PrintCheckpoints(ShardAdmin& admin, bool json);
+absl::Status PrintEviction(ShardAdmin& admin, uint32_t worker, bool drain);
+
+}  // namespace taups
+
+#endif  // TAUPS_WORKER_TOOLS_ADMIN_COMMANDS_H_
