@@ -5,7 +5,10 @@
 // shard's state digest (every value, version, counter and budget a client
 // can read, tests/hostile/hostile_digest.cc) must be the same after it as
 // before. A legitimate push at the end shows the digest does move when the
-// state does. Then the lease bound: a Register past --max_lease_s is
+// state does. The same table runs again against a shard serving mutual TLS
+// with a test CA ([openssl]; skipped without the openssl CLI), with the
+// handshake and certificate cases of tests/hostile/cases_tls.cc besides.
+// Then the lease bound: a Register past --max_lease_s is
 // refused, and a worker that stops heartbeating is dead within it.
 //
 // Run it alone: ctest -R hostile_suite_test --output-on-failure (the cases
@@ -41,19 +44,22 @@ std::string Moved(const std::string& before, const std::string& after) {
 }
 
 std::vector<CaseClass> EveryClass(const HostileShard& shard) {
-  return {CredentialCases(shard),   RoleCases(shard),        SpoofedIdentityCases(shard),
+  return {CredentialCases(shard),   RoleCases(shard),        AdminTargetCases(shard),
+          SpoofedIdentityCases(shard),
           FakeRegistrationCases(shard), ReplayedSeqCases(shard), ShapeCases(shard),
           UnknownTableCases(shard), NonFiniteCases(shard),   OutOfRangeCases(shard),
           BadBlockCases(shard),     OversizedCases(shard),   BudgetCases(shard),
           WaitingPerWorkerCases(shard), WaitingInAllCases(shard), TableCountCases(shard),
-          ForgottenSeqCases(shard)};
+          ForgottenSeqCases(shard), TlsCases(shard)};
 }
 
-TEST_CASE("hostile requests get their precise status and change nothing") {
-  TempDir dir;
-  HostileShard shard(dir);
+void CheckDigestMoves(HostileShard& shard);
+
+// Sets `shard` up and runs every class that has cases for its transport.
+void RunSuite(HostileShard& shard) {
   shard.SetUp();
-  const std::vector<CaseClass> classes = EveryClass(shard);
+  std::vector<CaseClass> classes = EveryClass(shard);
+  std::erase_if(classes, [](const CaseClass& c) { return c.cases.empty(); });
 
   size_t cases = 0;
   for (const CaseClass& c : classes) {
@@ -83,12 +89,17 @@ TEST_CASE("hostile requests get their precise status and change nothing") {
       CHECK(after == outer);
     }
   }
-  std::printf("hostile suite: %zu cases in %zu classes\n", cases, classes.size());
+  std::printf("hostile suite (%s): %zu cases in %zu classes\n",
+              shard.pki() != nullptr ? "mutual TLS" : "local credentials", cases,
+              classes.size());
   CHECK(cases >= 100);
   CHECK(classes.size() >= 10);
+  CheckDigestMoves(shard);
+}
 
-  // The digest is not blind: one legitimate push of one value moves it
-  // (values, version, pushes stamped, push bytes).
+// The digest is not blind: one legitimate push of one value moves it
+// (values, version, pushes stamped, push bytes).
+void CheckDigestMoves(HostileShard& shard) {
   const std::string before = shard.Digest();
   std::vector<float> gradient(kDenseHere, 0);
   gradient[17] = 1;
@@ -104,6 +115,22 @@ TEST_CASE("hostile requests get their precise status and change nothing") {
   CHECK(absl::StrContains(moved, "+ taups_pushes_total{table=\"dense\"}"));
   // And the refusals were counted where counting them is the point.
   CHECK(shard.Metric("taups_memory_budget_refusals_total") >= 2);
+}
+
+TEST_CASE("hostile requests get their precise status and change nothing") {
+  TempDir dir;
+  HostileShard shard(dir);
+  RunSuite(shard);
+}
+
+// The same table against a shard that serves mutual TLS, with the TLS
+// handshake and certificate cases besides (cases_tls.cc).
+TEST_CASE("over mutual TLS, hostile requests get their precise status and change "
+          "nothing", "[openssl]") {
+  TempDir dir;
+  REQUIRE_TEST_PKI(dir, pki);
+  HostileShard shard(dir, &pki);
+  RunSuite(shard);
 }
 
 // A shard whose longest lease is 1 s and whose default is 0.5 s.

@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -21,49 +20,13 @@
 #include "ps.grpc.pb.h"
 #include "taups/client.h"
 #include "tests/process_harness.h"
+#include "tests/test_pki.h"
 #include "tests/test_skip.h"
 
 namespace taups::testing {
 namespace {
 
-// A CA, a server certificate for shard.taups.test and 127.0.0.1, a client
-// certificate for worker-cert.taups.test, and a second CA that signed
-// neither.
-struct TestPki {
-  std::string ca, server_cert, server_key, client_cert, client_key, other_ca;
-};
-
-bool MakePki(const std::string& dir, TestPki* pki) {
-  const std::string script = absl::StrCat(
-      "set -e; cd '", dir, "'\n",
-      "o() { openssl \"$@\" >>openssl.log 2>&1; }\n"
-      "key='-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes'\n"
-      "o req -x509 $key -keyout ca.key -out ca.pem -days 2 -subj /CN=taups-test-ca\n"
-      "o req -x509 $key -keyout other.key -out other.pem -days 2 -subj /CN=other-ca\n"
-      "sign() {\n"
-      "  o req $key -keyout $1.key -out $1.csr -subj /CN=$2\n"
-      "  printf 'subjectAltName=DNS:%s%s\\nextendedKeyUsage=%s\\n' $2 \"$3\" $4 > $1.ext\n"
-      "  o x509 -req -in $1.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-      "-out $1.pem -days 2 -extfile $1.ext\n"
-      "}\n"
-      "sign server shard.taups.test ,IP:127.0.0.1 serverAuth\n"
-      "sign client worker-cert.taups.test '' clientAuth\n");
-  const std::string path = dir + "/make_pki.sh";
-  std::ofstream(path) << script;
-  if (std::system(absl::StrCat("bash '", path, "'").c_str()) != 0) return false;
-  *pki = {dir + "/ca.pem",     dir + "/server.pem", dir + "/server.key",
-          dir + "/client.pem", dir + "/client.key", dir + "/other.pem"};
-  return true;
-}
-
-bool HaveOpenssl() {
-  return std::system("openssl version >/dev/null 2>&1") == 0;
-}
-
-#define REQUIRE_PKI(dir, pki)                                         \
-  TestPki pki;                                                        \
-  if (!HaveOpenssl()) TAUPS_SKIP("no openssl CLI to make test certs"); \
-  REQUIRE(MakePki((dir).path(), &pki))
+#define REQUIRE_PKI(dir, pki) REQUIRE_TEST_PKI(dir, pki)
 
 std::unique_ptr<v1::ParameterServer::Stub> StubTo(const Shard& shard,
                                                   const ChannelSecurity& security) {

@@ -99,6 +99,28 @@ std::vector<Rpc> EveryRpc(const HostileShard& shard, uint32_t worker) {
          r.set_name(kDense);
          return Send(s, who, &Stub::DropTable, r);
        }},
+      {"Checkpoint",
+       [](HostileShard& s, Who who) {
+         return Send(s, who, &Stub::Checkpoint, v1::CheckpointRequest());
+       }},
+      // Evicting worker 1 would close sync step 0 without it.
+      {"EvictWorker",
+       [](HostileShard& s, Who who) {
+         v1::EvictWorkerRequest r;
+         r.set_worker_id(1);
+         return Send(s, who, &Stub::EvictWorker, r);
+       }},
+      {"EvictWorker drain",
+       [](HostileShard& s, Who who) {
+         v1::EvictWorkerRequest r;
+         r.set_worker_id(1);
+         r.set_drain(true);
+         return Send(s, who, &Stub::EvictWorker, r);
+       }},
+      {"ShardStatus",
+       [](HostileShard& s, Who who) {
+         return Send(s, who, &Stub::ShardStatus, v1::ShardStatusRequest());
+       }},
   };
 }
 
@@ -111,8 +133,8 @@ bool IsWorkerRpc(const std::string& name) {
 }
 
 bool IsAdminRpc(const std::string& name) {
-  return name == "CreateTable" || name == "DropTable" ||
-         name.rfind("SetConsistency", 0) == 0;
+  return name == "CreateTable" || name == "DropTable" || name == "Checkpoint" ||
+         name.rfind("SetConsistency", 0) == 0 || name.rfind("EvictWorker", 0) == 0;
 }
 
 Case Denied(const std::string& name, Who who, const Rpc& rpc, StatusCode code,
@@ -139,6 +161,8 @@ CaseClass CredentialCases(const HostileShard& shard) {
     c.cases.push_back(Denied(rpc.name + " with an empty bearer token", Who::kEmptyBearer,
                              rpc, StatusCode::UNAUTHENTICATED, "unknown bearer token"));
   }
+  // (A TLS shard's plaintext case is in cases_tls.cc: it fails to connect.)
+  if (shard.pki() == nullptr)
   c.cases.push_back({"a plaintext client on the local-credentials port",
                      StatusCode::UNAUTHENTICATED, "no credential",
                      [](HostileShard& s) {
@@ -166,11 +190,41 @@ CaseClass RoleCases(const HostileShard& shard) {
                                StatusCode::PERMISSION_DENIED,
                                "principal 'ops' (role admin) may not call"));
     }
-    if (IsAdminRpc(rpc.name)) {
+    if (IsAdminRpc(rpc.name) || rpc.name == "ShardStatus") {
       c.cases.push_back(Denied("worker calls " + rpc.name, Who::kTrainers, rpc,
                                StatusCode::PERMISSION_DENIED,
                                "principal 'trainers' (role worker) may not call"));
     }
+  }
+  return c;
+}
+
+CaseClass AdminTargetCases(const HostileShard&) {
+  CaseClass c{"admin calls on what is not there", {}, {}, {}};
+  const auto evict = [](uint32_t worker, bool drain) {
+    return [worker, drain](HostileShard& s) {
+      v1::EvictWorkerRequest r;
+      r.set_worker_id(worker);
+      r.set_drain(drain);
+      return Send(s, Who::kAdmin, &Stub::EvictWorker, r);
+    };
+  };
+  c.cases.push_back({"checkpoint of a shard without --checkpoint_dir",
+                     StatusCode::FAILED_PRECONDITION, "runs without --checkpoint_dir",
+                     [](HostileShard& s) {
+                       return Send(s, Who::kAdmin, &Stub::Checkpoint,
+                                   v1::CheckpointRequest());
+                     }});
+  // A drain of a stranger would bar the id from registering: refused too.
+  for (bool drain : {false, true}) {
+    const std::string how = drain ? "drain" : "evict";
+    c.cases.push_back({how + " of a worker that never registered", StatusCode::NOT_FOUND,
+                       "worker 40 never registered with shard 0", evict(40, drain)});
+    c.cases.push_back({how + " of the worker id past --max_workers",
+                       StatusCode::RESOURCE_EXHAUSTED, "(--max_workers)",
+                       evict(kMaxWorkers, drain)});
+    c.cases.push_back({how + " of worker 2^32-1", StatusCode::RESOURCE_EXHAUSTED,
+                       "(--max_workers)", evict(UINT32_MAX, drain)});
   }
   return c;
 }

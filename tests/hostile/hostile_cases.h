@@ -76,6 +76,7 @@ std::string PushFacts(const v1::PushResponse& response);
 // The classes, in the order the suite runs them (cases_*.cc).
 CaseClass CredentialCases(const HostileShard& shard);
 CaseClass RoleCases(const HostileShard& shard);
+CaseClass AdminTargetCases(const HostileShard& shard);
 CaseClass SpoofedIdentityCases(const HostileShard& shard);
 CaseClass FakeRegistrationCases(const HostileShard& shard);
 CaseClass ReplayedSeqCases(const HostileShard& shard);
@@ -90,6 +91,8 @@ CaseClass BudgetCases(const HostileShard& shard);
 CaseClass TableCountCases(const HostileShard& shard);
 CaseClass WaitingPerWorkerCases(const HostileShard& shard);
 CaseClass WaitingInAllCases(const HostileShard& shard);
+// Only for a TLS shard (empty otherwise): cases_tls.cc.
+CaseClass TlsCases(const HostileShard& shard);
 
 }  // namespace taups::testing::hostile
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_lifetime.h"
 #include "common/shard_map.h"
+#include "proto/grpc_credentials.h"
 
 namespace taups::testing::hostile {
 namespace {
@@ -30,7 +31,9 @@ std::string AuthFile(const std::string& dir) {
                       << "token " << kAuditorToken << " auditor worker 9\n"
                       << "token " << kFarToken << " far worker 62-66\n"
                       << "token " << kAdminToken << " ops admin\n"
-                      << "token " << kReaderToken << " dash reader\n";
+                      << "token " << kReaderToken << " dash reader\n"
+                      << "cert " << kTestPeerName << " certified worker "
+                      << kCertifiedWorker << "\n";
   REQUIRE(::chmod(path.c_str(), 0600) == 0);
   return path;
 }
@@ -76,6 +79,41 @@ v1::TableConfig DenseConfig(const std::string& name, uint64_t size,
   return config;
 }
 
+// The channel security of a TLS shard's clients: its CA, and its `client`
+// certificate (a name the auth file does not list).
+ChannelSecurity ClientTls(const TestPki& pki) {
+  ChannelSecurity security;
+  security.ca_file = pki.ca;
+  security.cert_file = pki.client_cert;
+  security.key_file = pki.client_key;
+  return security;
+}
+
+std::shared_ptr<grpc::Channel> ChannelTo(const std::string& address,
+                                         const TestPki* pki,
+                                         grpc::ChannelArguments args = {}) {
+  if (pki == nullptr) {
+    return grpc::CreateCustomChannel(
+        address, grpc::experimental::LocalCredentials(LOCAL_TCP), args);
+  }
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      OpenChannel(address, ClientTls(*pki), args);
+  REQUIRE(channel.ok());
+  return *channel;
+}
+
+std::vector<std::string> TlsFlags(const TestPki* pki) {
+  if (pki == nullptr) return {};
+  return {"--tls_cert=" + pki->server_cert, "--tls_key=" + pki->server_key,
+          "--tls_ca=" + pki->ca, "--tls_require_client_cert"};
+}
+
+std::vector<std::string> With(std::vector<std::string> flags,
+                              const std::vector<std::string>& more) {
+  flags.insert(flags.end(), more.begin(), more.end());
+  return flags;
+}
+
 }  // namespace
 
 std::string Floats(const std::vector<float>& values) {
@@ -88,10 +126,10 @@ std::string Keys(const std::vector<uint64_t>& keys) {
                      keys.size() * sizeof(uint64_t));
 }
 
-HostileShard::HostileShard(const TempDir& dir) {
+HostileShard::HostileShard(const TempDir& dir, const TestPki* pki) : pki_(pki) {
   const std::string metrics_port_file = dir.path() + "/metrics.port";
   shards_ = StartShards(
-      dir.path(), 1,
+      dir.path(), 1, With(
       {Flag(kNumShards, "num_shards"), "--auth_file=" + AuthFile(dir.path()),
        Flag(kBudgetMb, "memory_budget_mb"), Flag(kMaxTables, "max_tables"),
        Flag(kMaxWorkers, "max_workers"),
@@ -103,17 +141,15 @@ HostileShard::HostileShard(const TempDir& dir) {
        Flag(kMaxNameLength, "max_table_name_length"), "--max_pull_mb=1",
        absl::StrCat("--max_lease_s=", kMaxLeaseS), "--lease_s=5",
        "--stats_interval_s=0", "--metrics_port=0",
-       "--metrics_port_file=" + metrics_port_file});
+       "--metrics_port_file=" + metrics_port_file}, TlsFlags(pki)));
   metrics_port_ = ReadPort(metrics_port_file);
   address_ = shards_[0].address();
   // The flood cases make callback-API calls (see grpc_lifetime.h).
   KeepCallbackQueueAlive();
-  stub_ = v1::ParameterServer::NewStub(grpc::CreateChannel(
-      address_, grpc::experimental::LocalCredentials(LOCAL_TCP)));
+  stub_ = v1::ParameterServer::NewStub(ChannelTo(address_, pki));
   grpc::ChannelArguments own_connection;
   own_connection.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  anonymous_ = v1::ParameterServer::NewStub(grpc::CreateCustomChannel(
-      address_, grpc::experimental::LocalCredentials(LOCAL_TCP), own_connection));
+  anonymous_ = v1::ParameterServer::NewStub(ChannelTo(address_, pki, own_connection));
   plaintext_ = v1::ParameterServer::NewStub(
       grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
   for (uint64_t key = 1; own_keys_.size() < 8 || foreign_keys_.size() < 4; ++key) {
@@ -123,6 +159,18 @@ HostileShard::HostileShard(const TempDir& dir) {
       foreign_keys_.push_back(key);
     }
   }
+}
+
+std::unique_ptr<v1::ParameterServer::Stub> HostileShard::TlsStub(
+    ChannelSecurity security) const {
+  REQUIRE(pki_ != nullptr);
+  if (security.ca_file.empty()) security.ca_file = pki_->ca;
+  grpc::ChannelArguments own_connection;
+  own_connection.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      OpenChannel(address_, security, own_connection);
+  REQUIRE(channel.ok());
+  return v1::ParameterServer::NewStub(*channel);
 }
 
 std::unique_ptr<grpc::ClientContext> HostileShard::Context(

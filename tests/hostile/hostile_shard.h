@@ -20,6 +20,12 @@
 // call's own "authorization" metadata, so a case can send none, a wrong one
 // or a malformed one. Nothing here goes through the tauPS client library.
 //
+// With a TestPki (tests/test_pki.h) the shard serves mutual TLS instead
+// (--tls_cert/--tls_key/--tls_ca/--tls_require_client_cert, the same auth
+// file plus "cert peer-cert.taups.test certified worker 10"): every channel
+// then presents the PKI's `client` certificate, whose name the auth file
+// does not list, so the bearer tokens still decide who calls, as above.
+//
 // Thread-compatible: one test thread drives it (the flood cases start
 // asynchronous calls from that thread and wait for them there).
 #ifndef TAUPS_TESTS_HOSTILE_HOSTILE_SHARD_H_
@@ -33,8 +39,10 @@
 #include <string>
 #include <vector>
 
+#include "common/transport_security.h"
 #include "ps.grpc.pb.h"
 #include "tests/process_harness.h"
+#include "tests/test_pki.h"
 
 namespace taups::testing::hostile {
 
@@ -76,10 +84,14 @@ inline constexpr char kSync[] = "sync";    // 16 floats, sgd, sync of 2
 inline constexpr uint64_t kSyncSize = 16;
 inline constexpr uint64_t kSyncHere = kSyncSize / kNumShards;
 inline constexpr uint64_t kIncarnation = 77;  // of workers 0 and 1
+// The worker id of the TLS shard's certificate principal 'certified'.
+inline constexpr uint32_t kCertifiedWorker = 10;
 
 class HostileShard {
  public:
-  explicit HostileShard(const TempDir& dir);
+  // `pki`, when given, must outlive the shard: the shard then serves mutual
+  // TLS with it.
+  explicit HostileShard(const TempDir& dir, const TestPki* pki = nullptr);
 
   // The legitimate history every case runs against: the three tables,
   // workers 0 and 1 registered (lease kMaxLeaseS), pushes applied to each
@@ -112,12 +124,20 @@ class HostileShard {
   v1::ParameterServer::Stub& stub(Who who = Who::kAuditor) {
     return who == Who::kNobody ? *anonymous_ : *stub_;
   }
-  // A plaintext stub to the same port (the port speaks local credentials).
+  // A plaintext stub to the same port (the port speaks local credentials,
+  // or TLS).
   v1::ParameterServer::Stub& plaintext_stub() { return *plaintext_; }
+  // The PKI of a TLS shard; nullptr for local credentials.
+  const TestPki* pki() const { return pki_; }
+  // A stub on a connection of its own, with the shard's transport but
+  // `security`'s certificates (ca_file empty: the shard's CA; cert_file
+  // empty: no client certificate), for the TLS handshake cases.
+  std::unique_ptr<v1::ParameterServer::Stub> TlsStub(ChannelSecurity security) const;
   const std::string& address() const { return address_; }
   Process& process() { return *shards_[0].process; }
 
  private:
+  const TestPki* const pki_;
   std::vector<Shard> shards_;
   std::string address_;
   int metrics_port_ = 0;
