@@ -1,10 +1,9 @@
 // The client's key grouping and gradient merge (worker/src/shard_router)
-// against the implementation they replaced: a flat_hash_map per shard per
-// call, and sums added into zero-filled rows. Random keys (few distinct
-// ones, so duplicates are common, or many), random shard layouts (also with
-// moved buckets) and gradients that include -0.0, infinities, NaNs and
-// subnormals. Groups must be equal element for element and every merged
-// float equal bit for bit.
+// against the implementation they replaced (tests/shard_router_reference.h).
+// Random keys (few distinct ones, so duplicates are common, or many),
+// random shard layouts (also with moved buckets) and gradients that include
+// -0.0, infinities, NaNs and subnormals. Groups must be equal element for
+// element and every merged float equal bit for bit.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,44 +13,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "absl/container/flat_hash_map.h"
 #include "common/ownership_map.h"
+#include "tests/shard_router_reference.h"
 #include "worker/src/shard_router.h"
 
 namespace taups {
 namespace {
-
-// The grouping as it was before the fast path (commit 6655831).
-std::vector<ShardKeys> ReferenceGroup(const std::vector<uint64_t>& keys,
-                                      const OwnershipMap& map) {
-  std::vector<ShardKeys> groups(map.num_shards());
-  std::vector<absl::flat_hash_map<uint64_t, uint32_t>> index(map.num_shards());
-  for (uint32_t i = 0; i < keys.size(); ++i) {
-    const uint32_t shard = map.SparseOwnerOf(keys[i]);
-    ShardKeys& group = groups[shard];
-    auto [it, inserted] = index[shard].try_emplace(
-        keys[i], static_cast<uint32_t>(group.keys.size()));
-    if (inserted) group.keys.push_back(keys[i]);
-    group.positions.emplace_back(i, it->second);
-  }
-  return groups;
-}
-
-std::vector<std::vector<float>> ReferenceMerge(
-    const std::vector<ShardKeys>& groups, const std::vector<float>& gradients,
-    uint32_t dim) {
-  std::vector<std::vector<float>> merged(groups.size());
-  for (size_t s = 0; s < groups.size(); ++s) {
-    merged[s].assign(groups[s].keys.size() * dim, 0.0f);
-    for (const auto& [request_index, key_index] : groups[s].positions) {
-      for (uint32_t j = 0; j < dim; ++j) {
-        merged[s][size_t{key_index} * dim + j] +=
-            gradients[size_t{request_index} * dim + j];
-      }
-    }
-  }
-  return merged;
-}
 
 float RandomGradient(std::mt19937_64& rng) {
   switch (rng() % 16) {
@@ -87,7 +54,8 @@ bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
 
 void CheckSame(const std::vector<uint64_t>& keys, const OwnershipMap& map,
                uint32_t dim, std::mt19937_64& rng) {
-  const std::vector<ShardKeys> expected = ReferenceGroup(keys, map);
+  const std::vector<ShardKeys> expected =
+      reference::GroupKeysByShard(keys, map);
   const std::vector<ShardKeys> got = GroupKeysByShard(keys, map);
   REQUIRE(got.size() == expected.size());
   for (size_t s = 0; s < got.size(); ++s) {
@@ -96,7 +64,7 @@ void CheckSame(const std::vector<uint64_t>& keys, const OwnershipMap& map,
   }
   std::vector<float> gradients(keys.size() * dim);
   for (float& g : gradients) g = RandomGradient(rng);
-  const auto want = ReferenceMerge(expected, gradients, dim);
+  const auto want = reference::MergeSparseGradients(expected, gradients, dim);
   const auto merged = MergeSparseGradients(got, gradients, dim);
   REQUIRE(merged.size() == want.size());
   for (size_t s = 0; s < merged.size(); ++s) {
