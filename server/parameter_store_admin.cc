@@ -28,8 +28,10 @@ absl::StatusOr<ParameterStore::Eviction> ParameterStore::EvictWorker(
     PublishMembership();  // closes the steps that waited only for it
     return result;
   }
+  // A worker without a lease has no step to finish: out at once.
   std::vector<WorkerDrains::Pending> pending;
-  for (const std::shared_ptr<Entry>& entry : Entries()) {
+  for (const std::shared_ptr<Entry>& entry : live ? Entries()
+                                                  : std::vector<std::shared_ptr<Entry>>()) {
     const ConsistencyKind kind = entry->partition->consistency().kind;
     if (kind != ConsistencyKind::kSync && kind != ConsistencyKind::kSemiSync) {
       continue;
