@@ -26,15 +26,30 @@
 // checkpoint of the same state, and the POSIX reference of the full one's
 // bytes, and reports bytes and seconds of both (snapshot included: it is
 // the pause pushes see) and the ratio full / delta.
+//
+//   checkpoint_bench --step_cut --mb=256 --trials=5 --cut_every=20
+//
+// With --step_cut, the path of --checkpoint_every_steps instead: one sync
+// dense Adam table of --mb MiB (one registered worker, so every push closes
+// a step) in a ParameterStore with a real ShardCheckpointer (every_steps =
+// --cut_every) writing in the background. One thread pushes a 64 Ki-float
+// gradient per step and times every push; the push that closes a cut step
+// also waits for the table's copy taken on the apply path (under the
+// partition's lock), so its time against the other pushes' is the pause.
+// After each cut the pushes go on until the background write is done, and
+// then while the same bytes are written with plain POSIX calls (the disk's
+// speed under the same load).
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -48,7 +63,9 @@
 #include "server/checkpoint_store.h"
 #include "server/dense_table.h"
 #include "bench/key_sampler.h"
+#include "server/parameter_store.h"
 #include "server/partition.h"
+#include "server/shard_checkpointer.h"
 #include "server/sparse_table.h"
 #include "spdlog/spdlog.h"
 
@@ -64,6 +81,10 @@ ABSL_FLAG(uint32_t, dim, 32, "Sparse run: floats per row.");
 ABSL_FLAG(uint64_t, pushes, 1000, "Sparse run: pushes between the checkpoints.");
 ABSL_FLAG(uint64_t, batch, 512, "Sparse run: keys drawn per push (before dedup).");
 ABSL_FLAG(double, zipf, 1.1, "Sparse run: Zipf exponent of the key popularity.");
+ABSL_FLAG(bool, step_cut, false,
+          "Time pushes to a sync table checkpointed at step boundaries "
+          "(--checkpoint_every_steps) instead; --trials cuts.");
+ABSL_FLAG(uint64_t, cut_every, 20, "Step-cut run: steps between two cuts.");
 
 namespace taups::bench {
 namespace {
@@ -251,6 +272,120 @@ int RunSparse(const std::string& dir, int trials, const std::string& pattern) {
   return 0;
 }
 
+double Max(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
+
+int RunStepCut(const std::string& dir, uint64_t mb, int cuts, const std::string& pattern) {
+  const uint64_t every = std::max<uint64_t>(2, absl::GetFlag(FLAGS_cut_every));
+  const uint64_t elements = mb * 1048576 / 16;  // value + Adam's 3 state floats
+  ParameterStore store(0, 1);
+  store.Register(0, 1, absl::ZeroDuration());
+  TableConfig config = TableConfig::Dense("bench", elements);
+  config.consistency.kind = ConsistencyKind::kSync;
+  config.consistency.num_workers = 1;
+  config.optimizer.kind = OptimizerKind::kAdam;
+  config.initializer.kind = InitializerKind::kUniform;
+  config.initializer.scale = 0.05f;
+  bool created = false;
+  if (absl::Status made = store.CreateTable(config, true, &created).status(); !made.ok()) {
+    std::fprintf(stderr, "%s\n", made.ToString().c_str());
+    return 1;
+  }
+  ShardCheckpointerOptions options;
+  options.dir = dir + "/store";
+  options.keep = 1;
+  options.every_steps = every;
+  absl::StatusOr<std::unique_ptr<ShardCheckpointer>> checkpointer =
+      ShardCheckpointer::Open(&store, PosixCheckpointFs(), options, 1);
+  if (!checkpointer.ok()) {
+    std::fprintf(stderr, "%s\n", checkpointer.status().ToString().c_str());
+    return 1;
+  }
+  (*checkpointer)->StartBackground();
+  absl::SleepFor(absl::Milliseconds(500));  // the table gets its hook
+
+  for (const std::string& line : DescribeMachine()) std::printf("# %s\n", line.c_str());
+  std::printf("# step-cut checkpoints of one sync dense Adam table: %llu elements, %llu "
+              "MiB, a cut every %llu steps, in %s\n",
+              static_cast<unsigned long long>(elements), static_cast<unsigned long long>(mb),
+              static_cast<unsigned long long>(every), dir.c_str());
+  const std::vector<float> gradient(std::min<uint64_t>(elements, 65536), 0.001f);
+  std::vector<double> plain_s, cut_s, write_s, raw_s, during_write_s;
+  uint64_t step = 0, bytes = 0;
+  auto push = [&] {
+    PushMeta meta;
+    meta.clock = step;
+    meta.origin = PushOrigin{0, 1, step + 1};
+    meta.base_version = store.GetTable("bench")->version;
+    const absl::Time start = absl::Now();
+    absl::StatusOr<PushOutcome> pushed = store.PushDense("bench", 0, gradient, meta);
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    if (!pushed.ok()) {
+      std::fprintf(stderr, "push: %s\n", pushed.status().ToString().c_str());
+      std::exit(1);
+    }
+    ++step;
+    return seconds;
+  };
+  for (int c = 0; c < cuts; ++c) {
+    while ((step + 1) % every != 0) plain_s.push_back(push());
+    const uint64_t written_before = (*checkpointer)->stats().step_cuts;
+    cut_s.push_back(push());  // closes the cut step: the copy is in its time
+    double longest_during = 0.0;
+    while ((*checkpointer)->stats().step_cuts == written_before) {
+      if ((*checkpointer)->stats().failed > 0) {
+        std::fprintf(stderr, "checkpoint failed: %s\n",
+                     (*checkpointer)->stats().last_error.c_str());
+        return 1;
+      }
+      if ((step + 1) % every == 0) {  // never cut again before it is written
+        absl::SleepFor(absl::Milliseconds(1));
+        continue;
+      }
+      longest_during = std::max(longest_during, push());
+    }
+    during_write_s.push_back(longest_during);
+    const CheckpointerStats stats = (*checkpointer)->stats();
+    bytes = stats.last_bytes;
+    write_s.push_back(absl::ToDoubleSeconds(stats.last_duration));
+    // The disk's speed under the same load: pushes go on while it writes.
+    std::atomic<bool> raw_done{false};
+    std::thread raw([&] {
+      raw_s.push_back(PosixWrite(dir, bytes, pattern));
+      raw_done = true;
+    });
+    while (!raw_done) {
+      if ((step + 1) % every == 0) {
+        absl::SleepFor(absl::Milliseconds(1));
+        continue;
+      }
+      plain_s.push_back(push());
+    }
+    raw.join();
+    std::printf("cut %d (step %llu): push closing it %.3f s, longest push during the "
+                "write %.3f s; write %.3f s (%.0f MiB/s), POSIX write+fsync %.3f s "
+                "(%.0f MiB/s)\n",
+                c + 1, static_cast<unsigned long long>(stats.last_step_cut), cut_s.back(),
+                longest_during, write_s.back(), MiBps(bytes, write_s.back()), raw_s.back(),
+                MiBps(bytes, raw_s.back()));
+  }
+  const CheckpointerStats stats = (*checkpointer)->stats();
+  checkpointer->reset();
+  std::filesystem::remove_all(dir);
+  std::printf("\nbytes %llu; %d cuts, %zu other pushes:\n",
+              static_cast<unsigned long long>(bytes), cuts, plain_s.size());
+  std::printf("  push, other steps: median %.4f s, longest %.4f s\n", Median(plain_s),
+              Max(plain_s));
+  std::printf("  push closing a cut step: median %.4f s, longest %.4f s\n", Median(cut_s),
+              Max(cut_s));
+  std::printf("  longest copy under the partition's lock (checkpointer): %.4f s\n",
+              absl::ToDoubleSeconds(stats.longest_pause));
+  std::printf("  longest push while a write ran: %.4f s\n", Max(during_write_s));
+  std::printf("  checkpoint write (background) %8.0f MiB/s\n", MiBps(bytes, Median(write_s)));
+  std::printf("  POSIX write+fsync, same bytes %8.0f MiB/s\n", MiBps(bytes, Median(raw_s)));
+  std::printf("  ratio checkpoint / POSIX      %8.2f\n", Median(raw_s) / Median(write_s));
+  return 0;
+}
+
 int Run() {
   spdlog::set_level(spdlog::level::warn);
   const std::string dir = absl::GetFlag(FLAGS_dir);
@@ -261,6 +396,7 @@ int Run() {
   if (absl::GetFlag(FLAGS_sparse_rows) > 0) {
     return RunSparse(dir, trials, Pattern());
   }
+  if (absl::GetFlag(FLAGS_step_cut)) return RunStepCut(dir, mb, trials, Pattern());
 
   // 4 floats per element (value + Adam's 3 state floats).
   const uint64_t elements = mb * 1048576 / 16;

@@ -168,8 +168,8 @@ class ShardCheckpointer {
       std::map<std::string, PartitionCheckpoint> cut,
       CheckpointTaken* report = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  // Hooks the sync/semi-sync tables not hooked yet; writes the newest step
-  // every one of them has a copy of.
+  // Hooks the sync/semi-sync tables not hooked yet; writes every step all
+  // of them have a copy of, oldest first.
   void HookNewTables();
   void WriteCompleteStep();
   void OnStepClosed(const std::string& table, uint64_t steps_closed,
