@@ -372,6 +372,7 @@ TEST_CASE("Training summary JSON", "[trainer][loop]") {
   events.shard_restarts = {0, 1};
   events.retries = {{Rpc::kPushSparse, absl::StatusCode::kUnavailable, 3},
                     {Rpc::kPushSparse, absl::StatusCode::kDeadlineExceeded, 2}};
+  events.push_redos = {0, 1};  // one push redone on shard 1
   s.evals.clear();
   s.client_events = events;
   const std::string with_events = s.ToJson();
@@ -379,7 +380,8 @@ TEST_CASE("Training summary JSON", "[trainer][loop]") {
             ",\"shard_restarts\":1,\"shard_restarts_by_shard\":[0,1],"
             "\"rpc_retries\":5,\"rpc_retries_by\":[{\"method\":\"PushSparse\","
             "\"reason\":\"unavailable\",\"retries\":3},{\"method\":\"PushSparse\","
-            "\"reason\":\"deadline_exceeded\",\"retries\":2}]}") != std::string::npos);
+            "\"reason\":\"deadline_exceeded\",\"retries\":2}],\"push_redos\":1,"
+            "\"push_redos_by_shard\":[0,1]}") != std::string::npos);
 }
 
 TEST_CASE("Trainer options validation", "[trainer][loop]") {

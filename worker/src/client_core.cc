@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "common/shard_map.h"
@@ -56,10 +57,14 @@ ClientCore::ClientCore(const ClientOptions& options,
       shards_(std::move(shards)),
       incarnations_(new std::atomic<uint64_t>[shards_.size()]),
       restarts_(new std::atomic<uint64_t>[shards_.size()]),
+      registrations_(new std::atomic<uint64_t>[shards_.size()]),
+      redos_(new std::atomic<uint64_t>[shards_.size()]),
       leases_(new ShardLease[shards_.size()]),
       ownership_(std::make_shared<const OwnershipMap>(
           OwnershipMap::Initial(static_cast<uint32_t>(shards_.size())))) {
-  for (size_t s = 0; s < shards_.size(); ++s) incarnations_[s] = restarts_[s] = 0;
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    incarnations_[s] = restarts_[s] = registrations_[s] = redos_[s] = 0;
+  }
 }
 
 absl::StatusOr<std::unique_ptr<ClientCore>> ClientCore::Open(
@@ -112,6 +117,7 @@ ClientEvents ClientCore::Events() const {
   ClientEvents events;
   for (size_t s = 0; s < shards_.size(); ++s) {
     events.shard_restarts.push_back(restarts_[s].load());
+    events.push_redos.push_back(redos_[s].load());
   }
   events.retries = retries_.Counts();
   return events;
@@ -121,6 +127,23 @@ std::optional<ClientEvents> EventsOf(const Client& client) {
   const auto* core = dynamic_cast<const ClientCore*>(&client);
   if (core == nullptr) return std::nullopt;
   return core->Events();
+}
+
+bool ClientCore::RefusedUnregistered(const absl::Status& status) {
+  return absl::IsFailedPrecondition(status) &&
+         absl::StrContains(status.message(), "is not registered with this shard");
+}
+
+void ClientCore::NoteRedo(uint32_t shard, const std::string& table,
+                          uint64_t refused_seq, uint64_t seq,
+                          const absl::Status& refusal) {
+  redos_[shard].fetch_add(1);
+  spdlog::warn(
+      "shard {} forgot worker {} (restarted, or its lease ran out) and did not "
+      "apply push seq {} of table '{}' ({}); registered again, sending that "
+      "shard's part once more as seq {}",
+      shard, options_.worker_id, refused_seq, table, std::string(refusal.message()),
+      seq);
 }
 
 v1::PushOrigin ClientCore::NextOrigin() {

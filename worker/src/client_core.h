@@ -18,6 +18,14 @@
 // clock a shard gives a (re)joining worker is kept per table and applied at
 // that table's next pull, the start of a step, never in the middle of one.
 //
+// Pushes (SendPush): each shard's part of a push is sent as a unit. When a
+// shard refuses its part because it does not know this worker (it restarted
+// from a checkpoint and forgot membership, or let the lease run out), and a
+// heartbeat confirms it forgot the worker since the part was sent, the
+// client registers again and sends that part once more with a fresh seq:
+// the refused seq keeps its refusal in the shard's dedup window, and the
+// parts other shards accepted are not sent again.
+//
 // Thread-safe. mu_ guards the table cache, the last-pulled versions and the
 // join clocks; membership_mu_ guards whether the worker left and the
 // membership calls in flight. Neither is held across an RPC.
@@ -180,13 +188,32 @@ class ClientCore final : public Client {
   // (re)joined, unless `kind` is async (its clock means nothing there).
   void BeginStep(const std::string& table, ConsistencyKind kind)
       ABSL_LOCKS_EXCLUDED(mu_, membership_mu_);
+  // What the client knew of its membership with a shard when it sent a
+  // push's part there: the shard's incarnation and how often the client had
+  // registered with it.
+  struct MembershipMark {
+    uint64_t incarnation = 0;
+    uint64_t registrations = 0;
+  };
+  MembershipMark MarkOf(uint32_t shard) const;
+  // After `shard` refused a push's part: one heartbeat (retried like any
+  // call; registering again if the shard no longer knows this worker), then
+  // done(true) when the shard forgot the worker since `mark` (its
+  // incarnation changed, or the client registered with it again). done(false)
+  // without a call for a client that does not register (register_worker).
+  void ConfirmForgotten(uint32_t shard, MembershipMark mark,
+                        std::function<void(bool)> done);
+  // Counts and logs the redo of a push's part on `shard` as seq `seq`.
+  void NoteRedo(uint32_t shard, const std::string& table, uint64_t refused_seq,
+                uint64_t seq, const absl::Status& refusal);
   absl::Status RegisterWith(uint32_t shard);
   // Registers with `shard`; `done` runs once with the outcome.
   void RegisterAsync(uint32_t shard, std::function<void(absl::Status)> done);
-  // One heartbeat to `shard` (one attempt, a deadline of about one
-  // interval); registers again if the shard no longer knows this worker.
-  // `done` runs once when all of that finished.
-  void RenewAsync(uint32_t shard, std::function<void()> done);
+  // One heartbeat to `shard` (by default one attempt, a deadline of about
+  // one interval; else `policy`); registers again if the shard no longer
+  // knows this worker. `done` runs once when all of that finished.
+  void RenewAsync(uint32_t shard, std::function<void()> done,
+                  const RetryPolicy* policy = nullptr);
   // Counts a membership call in flight; false once the worker left.
   bool StartMembershipCall() ABSL_LOCKS_EXCLUDED(membership_mu_);
   void EndMembershipCall() ABSL_LOCKS_EXCLUDED(membership_mu_);
@@ -206,6 +233,16 @@ class ClientCore final : public Client {
   template <typename Request>
   void CallWith(const RetryPolicy& policy, uint32_t shard, Request request,
                 std::function<void(const absl::Status&, ResponseOf<Request>*)> done) {
+    CallKeeping<Request>(
+        policy, shard, std::move(request),
+        [done = std::move(done)](const absl::Status& status,
+                                 ResponseOf<Request>* response,
+                                 Request*) { done(status, response); });
+  }
+  // The same, and `done` gets the request back (it may move it out).
+  template <typename Request>
+  void CallKeeping(const RetryPolicy& policy, uint32_t shard, Request request,
+                   typename RetryingCall<Request>::Done done) {
     {
       absl::MutexLock lock(&calls_mu_);
       ++calls_in_flight_;
@@ -213,12 +250,112 @@ class ClientCore final : public Client {
     StartCall<Request>(
         shards_[shard].get(), &runner_, policy, std::move(request),
         [this, done = std::move(done)](const absl::Status& status,
-                                       ResponseOf<Request>* response) {
-          done(status, response);
+                                       ResponseOf<Request>* response,
+                                       Request* sent) {
+          done(status, response, sent);
           absl::MutexLock lock(&calls_mu_);
           --calls_in_flight_;
         });
   }
+
+  // One push's requests, by shard (a dense push's slices for that shard, or
+  // a sparse push's one request; no requests: the shard has no part). Every
+  // request is sent at once; on_answer(shard, response) runs for each OK
+  // answer (on a transport's thread; it must synchronize what it writes)
+  // and may turn it into an error; `fan` gets one report per request once
+  // its shard's part is settled. A part refused because the shard forgot
+  // this worker is sent once more with a fresh seq (see the header comment).
+  template <typename Request>
+  void SendPush(std::vector<std::vector<Request>> by_shard,
+                std::function<absl::Status(uint32_t, v1::PushResponse*)> on_answer,
+                std::shared_ptr<FanIn> fan) {
+    for (uint32_t s = 0; s < by_shard.size(); ++s) {
+      if (by_shard[s].empty()) continue;
+      auto part = std::make_shared<PushPart<Request>>();
+      part->shard = s;
+      part->requests = std::move(by_shard[s]);
+      part->statuses.resize(part->requests.size());
+      part->on_answer = on_answer;
+      part->fan = fan;
+      SendPart(std::move(part));
+    }
+  }
+
+  // One shard's part of a push while it is in flight (SendPush).
+  template <typename Request>
+  struct PushPart {
+    uint32_t shard = 0;
+    std::vector<Request> requests;  // back from the calls once answered
+    std::vector<absl::Status> statuses;
+    std::function<absl::Status(uint32_t, v1::PushResponse*)> on_answer;
+    std::shared_ptr<FanIn> fan;
+    MembershipMark mark;  // when this round was sent
+    std::atomic<size_t> remaining{0};
+    std::atomic<bool> final_answer{false};  // an answer not merely staged
+    bool redone = false;
+  };
+
+  template <typename Request>
+  void SendPart(std::shared_ptr<PushPart<Request>> part) {
+    part->mark = MarkOf(part->shard);
+    part->remaining = part->requests.size();
+    part->final_answer = false;
+    for (size_t i = 0; i < part->requests.size(); ++i) {
+      CallKeeping<Request>(
+          policy_, part->shard, std::move(part->requests[i]),
+          [this, part, i](const absl::Status& status, v1::PushResponse* response,
+                          Request* sent) {
+            absl::Status answer = status;
+            if (status.ok()) {
+              if (!response->staged()) part->final_answer = true;
+              answer = part->on_answer(part->shard, response);
+            }
+            part->statuses[i] = std::move(answer);
+            part->requests[i] = std::move(*sent);
+            if (part->remaining.fetch_sub(1) == 1) SettlePart(part);
+          });
+    }
+  }
+
+  // Every request of `part` answered: reports them, or redoes the part once
+  // when the shard refused it for not knowing this worker (or lost what it
+  // had staged of it) and confirms it forgot the worker since it was sent.
+  template <typename Request>
+  void SettlePart(std::shared_ptr<PushPart<Request>> part) {
+    const absl::Status* refusal = nullptr;
+    bool all_ok = true;
+    for (const absl::Status& s : part->statuses) {
+      all_ok = all_ok && s.ok();
+      if (refusal == nullptr && RefusedUnregistered(s)) refusal = &s;
+    }
+    // Every slice of a multi-slice part staged, and none completed it: the
+    // shard lost the ones it had staged before it restarted.
+    const bool incomplete = all_ok && part->requests.size() > 1 &&
+                            !part->final_answer.load();
+    if (part->redone || (refusal == nullptr && !incomplete)) {
+      return ReportPart(*part);
+    }
+    const absl::Status reason =
+        refusal != nullptr ? *refusal
+                           : absl::AbortedError("its staged slices were lost");
+    ConfirmForgotten(part->shard, part->mark, [this, part, reason](bool forgot) {
+      if (!forgot) return ReportPart(*part);
+      part->redone = true;
+      const uint64_t refused_seq = part->requests[0].origin().seq();
+      const uint64_t seq = next_seq_.fetch_add(1);
+      for (Request& r : part->requests) r.mutable_origin()->set_seq(seq);
+      NoteRedo(part->shard, part->requests[0].table(), refused_seq, seq, reason);
+      SendPart(part);
+    });
+  }
+
+  template <typename Request>
+  static void ReportPart(const PushPart<Request>& part) {
+    for (const absl::Status& s : part.statuses) part.fan->Report(s);
+  }
+  // A shard's refusal of a push from a worker it does not know (its
+  // BarrierPolicy: server/barrier_policy.cc words it so).
+  static bool RefusedUnregistered(const absl::Status& status);
 
   // Sends `request` to every shard, all in flight at once, and blocks until
   // each answered. on_response(shard, response) runs for every successful
@@ -250,6 +387,9 @@ class ClientCore final : public Client {
   std::vector<std::unique_ptr<ShardTransport>> shards_;
   std::unique_ptr<std::atomic<uint64_t>[]> incarnations_;  // per shard; 0 = unseen
   std::unique_ptr<std::atomic<uint64_t>[]> restarts_;  // per shard: changes seen
+  // Per shard: successful registrations, and push parts redone.
+  std::unique_ptr<std::atomic<uint64_t>[]> registrations_;
+  std::unique_ptr<std::atomic<uint64_t>[]> redos_;
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> clock_{0};
   mutable absl::Mutex clock_mu_;  // a leaf lock

@@ -1,6 +1,8 @@
 // What a client rode through since it opened, for a worker's summary and
 // its metrics: the shard restarts it saw (a shard answering with a new
-// incarnation) and the attempts it made again after a transient failure.
+// incarnation), the attempts it made again after a transient failure, and
+// the pushes it redid on a shard that had forgotten the worker (restarted,
+// or let its lease run out) and refused them.
 //
 // A shard does not tell the client how many updates its restart lost (it
 // logs that itself); what a client can know is that the shard restarted and
@@ -46,10 +48,19 @@ struct ClientEvents {
   std::vector<uint64_t> shard_restarts;
   // One entry per (rpc, code) retried at least once, in (rpc, code) order.
   std::vector<RetryCount> retries;
+  // Indexed by shard: pushes whose part for that shard was refused because
+  // the shard did not know the worker, and sent again (registered again
+  // first) with a fresh seq; at most once per push and shard.
+  std::vector<uint64_t> push_redos;
 
   uint64_t total_restarts() const {
     uint64_t total = 0;
     for (uint64_t n : shard_restarts) total += n;
+    return total;
+  }
+  uint64_t total_redos() const {
+    uint64_t total = 0;
+    for (uint64_t n : push_redos) total += n;
     return total;
   }
   uint64_t total_retries() const {

@@ -224,6 +224,7 @@ std::future<absl::StatusOr<PushResult>> ClientCore::PushDenseImpl(
   const bool clips = plan->config.staleness.clip_norm > 0.0f;
   const double norm_sq = encode || !clips ? 0.0 : SquaredNorm(gradient);
   uint64_t wire_bytes = 0;
+  std::vector<std::vector<v1::PushDenseRequest>> by_shard(shards_.size());
   for (size_t i = 0; i < (*meta)->slices.size(); ++i) {
     const DenseSlice& slice = (*meta)->slices[i];
     v1::PushDenseRequest request;
@@ -246,29 +247,28 @@ std::future<absl::StatusOr<PushResult>> ClientCore::PushDenseImpl(
     request.set_clock(clock);
     request.set_push_norm_sq(norm_sq);
     request.set_ownership_epoch(plan->ownership->epoch());
-    Call<v1::PushDenseRequest>(
-        slice.shard, std::move(request),
-        [this, state, fan, slice](const absl::Status& status,
-                                  v1::PushResponse* response) {
-          if (status.ok()) {
-            NoteIncarnation(slice.shard, response->server_incarnation());
-            absl::MutexLock lock(&state->mu);
-            ShardPushResult& r = state->result.shards[slice.shard];
-            r.touched = true;
-            r.duplicate = r.duplicate || response->duplicate();
-            // The push's answer is its last slice's; the others were only
-            // kept until then (staged).
-            if (!response->staged()) {
-              r.accepted = response->accepted();
-              r.tau = response->tau();
-              r.lr_factor = response->lr_factor();
-              r.new_version = response->new_version();
-              r.reject_reason = response->reject_reason();
-            }
-          }
-          fan->Report(status);
-        });
+    by_shard[slice.shard].push_back(std::move(request));
   }
+  SendPush<v1::PushDenseRequest>(
+      std::move(by_shard),
+      [this, state](uint32_t shard, v1::PushResponse* response) {
+        NoteIncarnation(shard, response->server_incarnation());
+        absl::MutexLock lock(&state->mu);
+        ShardPushResult& r = state->result.shards[shard];
+        r.touched = true;
+        r.duplicate = r.duplicate || response->duplicate();
+        // The push's answer is its last slice's; the others were only
+        // kept until then (staged).
+        if (!response->staged()) {
+          r.accepted = response->accepted();
+          r.tau = response->tau();
+          r.lr_factor = response->lr_factor();
+          r.new_version = response->new_version();
+          r.reject_reason = response->reject_reason();
+        }
+        return absl::OkStatus();
+      },
+      fan);
   compression->CountPush(size * sizeof(float), wire_bytes);
   return future;
 }

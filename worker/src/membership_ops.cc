@@ -85,6 +85,7 @@ void ClientCore::RegisterAsync(uint32_t shard,
           ShardLease& lease = leases_[shard];
           lease.lease_ns = static_cast<int64_t>(response->lease_s() * 1e9);
           lease.renewed_ns = sent_ns;
+          registrations_[shard].fetch_add(1);
           const int64_t every_ms = std::max<int64_t>(
               10, static_cast<int64_t>(response->heartbeat_every_s() * 1000));
           int64_t current = heartbeat_every_ms_.load();
@@ -111,16 +112,19 @@ absl::Status ClientCore::StartMembership() {
   return absl::OkStatus();
 }
 
-void ClientCore::RenewAsync(uint32_t shard, std::function<void()> done) {
+void ClientCore::RenewAsync(uint32_t shard, std::function<void()> done,
+                            const RetryPolicy* policy) {
   if (!StartMembershipCall()) return done();
   v1::HeartbeatRequest request;
   request.set_worker_id(options_.worker_id);
   request.set_worker_incarnation(options_.worker_incarnation);
   const int64_t sent_ns = NowNs();
   CallWith<v1::HeartbeatRequest>(
-      HeartbeatPolicy(HeartbeatEvery()), shard, std::move(request),
+      policy != nullptr ? *policy : HeartbeatPolicy(HeartbeatEvery()), shard,
+      std::move(request),
       [this, shard, sent_ns, done = std::move(done)](
           const absl::Status& status, v1::HeartbeatResponse* response) {
+        if (status.ok()) NoteIncarnation(shard, response->server_incarnation());
         if (!status.ok()) {
           LogRateLimited(DefaultLogRateLimiter(), spdlog::level::warn,
                          absl::StrCat("heartbeat to shard ", shard, " failed"),
@@ -153,6 +157,24 @@ void ClientCore::RenewAsync(uint32_t shard, std::function<void()> done) {
         done();
         EndMembershipCall();
       });
+}
+
+ClientCore::MembershipMark ClientCore::MarkOf(uint32_t shard) const {
+  return {incarnations_[shard].load(), registrations_[shard].load()};
+}
+
+void ClientCore::ConfirmForgotten(uint32_t shard, MembershipMark mark,
+                                  std::function<void(bool)> done) {
+  if (!membership_started_) return done(false);
+  // Retried like any call: this heartbeat decides whether a push goes on.
+  RenewAsync(
+      shard,
+      [this, shard, mark, done = std::move(done)] {
+        const MembershipMark now = MarkOf(shard);
+        done(now.incarnation != mark.incarnation ||
+             now.registrations != mark.registrations);
+      },
+      &policy_);
 }
 
 void ClientCore::HeartbeatLoop() {

@@ -51,15 +51,16 @@ inline constexpr bool kResendOnDeadline<v1::PushSparseRequest> = true;
 // One logical unary call: attempts it, and on UNAVAILABLE (or, for pushes,
 // DEADLINE_EXCEEDED; see kResendOnDeadline) waits a backoff on `runner` and
 // tries again, until it succeeds, fails otherwise, or runs out of attempts.
-// `done` runs exactly once with the final status and the response (valid
-// only during the callback). A resend is the same request: a push keeps its
-// seq, so the shard answers it once.
+// `done` runs exactly once with the final status, the response and the
+// request (both valid only during the callback; the request may be moved
+// out, to send it again as another call). A resend is the same request: a
+// push keeps its seq, so the shard answers it once.
 template <typename Request>
 class RetryingCall
     : public std::enable_shared_from_this<RetryingCall<Request>> {
  public:
   using Response = ResponseOf<Request>;
-  using Done = std::function<void(const absl::Status&, Response*)>;
+  using Done = std::function<void(const absl::Status&, Response*, Request*)>;
 
   static void Start(ShardTransport* transport, DelayedRunner* runner,
                     const RetryPolicy& policy, Request request, Done done) {
@@ -101,14 +102,14 @@ class RetryingCall
           policy_.Backoff(attempts_, reinterpret_cast<uintptr_t>(this)),
           [self, status](bool cancelled) {
             if (cancelled) {
-              self->done_(status, &self->response_);
+              self->done_(status, &self->response_, &self->request_);
             } else {
               self->Attempt();
             }
           });
       return;
     }
-    done_(status, &response_);
+    done_(status, &response_, &request_);
   }
 
   ShardTransport* const transport_;
@@ -124,7 +125,7 @@ class RetryingCall
 template <typename Request>
 void StartCall(ShardTransport* transport, DelayedRunner* runner,
                const RetryPolicy& policy, Request request,
-               std::function<void(const absl::Status&, ResponseOf<Request>*)> done) {
+               typename RetryingCall<Request>::Done done) {
   RetryingCall<Request>::Start(transport, runner, policy, std::move(request),
                                std::move(done));
 }

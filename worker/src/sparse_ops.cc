@@ -200,8 +200,6 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
   EnsureLeases();
   const std::vector<ShardKeys> groups =
       GroupKeysByShard(keys, *(*meta)->ownership);
-  const std::vector<std::vector<float>> merged =
-      MergeSparseGradients(groups, gradients, config.dim);
   // Row versions of the basis pull go back with the push: per-row tau.
   std::shared_ptr<const RowVersionBasis> last_rows;
   absl::Span<const uint64_t> pulled_keys, pulled_versions;
@@ -230,35 +228,44 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
   std::shared_ptr<TableCompression> compression = CompressionOf(name);
   const bool compress_push =
       compression->config().push.codec != CodecKind::kNone;
-  // Encode every shard's rows before sending any, so a refusal sends nothing.
-  std::vector<std::string> blocks(groups.size());
-  if (compress_push) {
-    const uint64_t push_index = compression->NextPushIndex();
-    for (uint32_t s = 0; s < groups.size(); ++s) {
-      if (groups[s].keys.empty()) continue;
-      absl::Status encoded =
-          compression->EncodeRows(merged[s], config.dim, push_index, &blocks[s]);
-      if (!encoded.ok()) return encoded;
-    }
-  }
+  // Every shard's request is built before any is sent, so a refusal (of
+  // the encoder) sends nothing. Uncompressed rows are merged straight into
+  // the request's bytes; compressed ones into a scratch buffer first.
+  std::vector<std::vector<v1::PushSparseRequest>> by_shard(groups.size());
+  const uint64_t push_index =
+      compress_push ? compression->NextPushIndex() : 0;
+  std::vector<float> scratch;
   double norm_sq = 0.0;
   // Encoded: each shard measures what it decodes; no clipping: not needed.
-  if (!compress_push && config.staleness.clip_norm > 0.0f) {
-    for (const auto& shard_gradients : merged) norm_sq += SquaredNorm(shard_gradients);
+  const bool want_norm = !compress_push && config.staleness.clip_norm > 0.0f;
+  for (uint32_t s = 0; s < groups.size(); ++s) {
+    if (groups[s].keys.empty()) continue;
+    const size_t floats = groups[s].keys.size() * config.dim;
+    v1::PushSparseRequest& request = by_shard[s].emplace_back();
+    if (compress_push) {
+      scratch.resize(floats);
+      MergeShardGradients(groups[s], gradients, config.dim,
+                          absl::MakeSpan(scratch));
+      absl::Status encoded = compression->EncodeRows(
+          scratch, config.dim, push_index, request.mutable_gradients());
+      if (!encoded.ok()) return encoded;
+      request.set_encoded(true);
+    } else {
+      std::string* bytes = request.mutable_gradients();
+      bytes->resize(floats * sizeof(float));
+      const absl::Span<float> rows(reinterpret_cast<float*>(bytes->data()),
+                                   floats);
+      MergeShardGradients(groups[s], gradients, config.dim, rows);
+      if (want_norm) norm_sq += SquaredNorm(rows);
+    }
   }
   for (uint32_t s = 0; s < groups.size(); ++s) {
     if (groups[s].keys.empty()) continue;
-    v1::PushSparseRequest request;
+    v1::PushSparseRequest& request = by_shard[s].front();
+    compression->CountPush(groups[s].keys.size() * config.dim * sizeof(float),
+                           request.gradients().size());
     request.set_table(name);
     PackInto<uint64_t>(groups[s].keys, request.mutable_keys());
-    if (compress_push) {
-      *request.mutable_gradients() = std::move(blocks[s]);
-      request.set_encoded(true);
-    } else {
-      PackInto<float>(merged[s], request.mutable_gradients());
-    }
-    compression->CountPush(merged[s].size() * sizeof(float),
-                           request.gradients().size());
     *request.mutable_origin() = origin;
     request.set_base_version(base[s]);
     request.set_clock(ClockOf(name));
@@ -268,43 +275,41 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
       PackInto<uint64_t>(row_bases[s], request.mutable_row_base_versions());
       request.set_return_row_taus(true);
     }
-    const ShardKeys* group = &groups[s];
-    Call<v1::PushSparseRequest>(
-        s, std::move(request),
-        [this, s, fan, state, group, with_rows](const absl::Status& status,
-                                                v1::PushResponse* response) {
-          if (status.ok()) {
-            NoteIncarnation(s, response->server_incarnation());
-            absl::MutexLock lock(&state->mu);
-            ShardPushResult& r = state->result.shards[s];
-            r.touched = true;
-            r.accepted = response->accepted();
-            r.tau = response->tau();
-            r.lr_factor = response->lr_factor();
-            r.new_version = response->new_version();
-            r.reject_reason = response->reject_reason();
-            r.duplicate = response->duplicate();
-            if (with_rows) {
-              r.row_tau_rows = response->row_tau_rows();
-              r.row_tau_mean = response->row_tau_mean();
-              r.row_tau_max = response->row_tau_max();
-              r.row_tau_reborn = response->row_tau_reborn();
-              const std::string& taus = response->row_taus();
-              if (taus.size() != group->keys.size() * sizeof(uint64_t)) {
-                return fan->Report(absl::InternalError(absl::StrCat(
-                    "shard ", s, " returned ", taus.size(),
-                    " bytes of row tau for ", group->keys.size(), " rows")));
-              }
-              for (const auto& [request_index, key_index] : group->positions) {
-                std::memcpy(&state->result.row_taus[request_index],
-                            taus.data() + size_t{key_index} * sizeof(uint64_t),
-                            sizeof(uint64_t));
-              }
-            }
-          }
-          fan->Report(status);
-        });
   }
+  SendPush<v1::PushSparseRequest>(
+      std::move(by_shard),
+      [this, &groups, state, with_rows](uint32_t s, v1::PushResponse* response) {
+        NoteIncarnation(s, response->server_incarnation());
+        const ShardKeys* group = &groups[s];
+        absl::MutexLock lock(&state->mu);
+        ShardPushResult& r = state->result.shards[s];
+        r.touched = true;
+        r.accepted = response->accepted();
+        r.tau = response->tau();
+        r.lr_factor = response->lr_factor();
+        r.new_version = response->new_version();
+        r.reject_reason = response->reject_reason();
+        r.duplicate = response->duplicate();
+        if (with_rows) {
+          r.row_tau_rows = response->row_tau_rows();
+          r.row_tau_mean = response->row_tau_mean();
+          r.row_tau_max = response->row_tau_max();
+          r.row_tau_reborn = response->row_tau_reborn();
+          const std::string& taus = response->row_taus();
+          if (taus.size() != group->keys.size() * sizeof(uint64_t)) {
+            return absl::InternalError(absl::StrCat(
+                "shard ", s, " returned ", taus.size(),
+                " bytes of row tau for ", group->keys.size(), " rows"));
+          }
+          for (const auto& [request_index, key_index] : group->positions) {
+            std::memcpy(&state->result.row_taus[request_index],
+                        taus.data() + size_t{key_index} * sizeof(uint64_t),
+                        sizeof(uint64_t));
+          }
+        }
+        return absl::OkStatus();
+      },
+      fan);
   absl::Status status = state->done.get_future().get();
   if (!status.ok()) return status;
   absl::MutexLock lock(&state->mu);

@@ -89,7 +89,9 @@ std::string TrainingSummary::ToJson() const {
                       ",\"reason\":", Quoted(RetryReasonName(r.code)),
                       ",\"retries\":", r.retries, "}");
     }
-    absl::StrAppend(&json, "]");
+    absl::StrAppend(&json, "],\"push_redos\":", events.total_redos(),
+                    ",\"push_redos_by_shard\":[",
+                    absl::StrJoin(events.push_redos, ","), "]");
   }
   return json + "}";
 }

@@ -146,6 +146,14 @@ void WorkerMetrics::WriteClientEvents(MetricsWriter& out) const {
                 {{"shard", absl::StrCat(s)}},
                 static_cast<double>(events->shard_restarts[s]));
   }
+  for (size_t s = 0; s < events->push_redos.size(); ++s) {
+    out.Counter("taups_worker_push_redos_total",
+                "Pushes whose part for this shard it refused for not knowing "
+                "the worker (restarted, or the lease ran out), sent again with "
+                "a fresh seq after registering again.",
+                {{"shard", absl::StrCat(s)}},
+                static_cast<double>(events->push_redos[s]));
+  }
   // The data calls' series exist from the start (at 0); any other retried
   // call joins them once it retried.
   std::map<std::pair<Rpc, absl::StatusCode>, uint64_t> retries;

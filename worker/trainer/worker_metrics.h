@@ -20,6 +20,9 @@
 //                                 included)                     histogram
 //   taups_worker_shard_restarts_total{shard} (a shard answering with a new
 //                                 incarnation: restarts ridden through) counter
+//   taups_worker_push_redos_total{shard} (push parts that shard refused
+//                                 for not knowing the worker, redone with a
+//                                 fresh seq after registering again) counter
 //   taups_worker_rpc_retries_total{method,reason=unavailable|
 //                                 deadline_exceeded} (attempts sent again;
 //                                 the four data calls' unavailable series
