@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "bench/sim/event_queue.h"
 #include "common/clock.h"
+#include "common/shard_map.h"
 #include "server/limits.h"
 #include "common/status_macros.h"
 #include "server/parameter_store.h"
@@ -28,6 +29,22 @@ constexpr char kTable[] = "model";
 // shard serves by default (ids past ServerLimits::max_workers are refused).
 const uint32_t kEvaluatorId = static_cast<uint32_t>(ServerLimits().max_workers - 1);
 constexpr uint64_t kIncarnation = 1;
+
+// What a simulated worker's client core compresses its pushes with. The
+// client encodes, keeps the error-feedback residual (committed per shard
+// only when the shard accepts) and counts the bytes, as over gRPC.
+// Accumulation stays the simulator's: it sums the k gradients of one compute
+// on the parameters it pulled, decays the sum and pushes once, so the
+// client's own buffer is off. The client draws stochastic rounding from
+// MixKey(push.seed ^ MixKey((worker << 40) ^ push number)); a push seed of
+// run seed ^ MixKey(codec seed) makes every run and codec seed draw
+// differently, and draws what the simulator drew before it used the client.
+CompressionConfig ClientCompression(const SimConfig& config) {
+  CompressionConfig c = config.compression;
+  c.accumulate_steps = 1;
+  c.push.seed = config.seed ^ MixKey(config.compression.push.seed);
+  return c;
+}
 
 bool IsBarrier(ConsistencyKind kind) {
   return kind == ConsistencyKind::kSync || kind == ConsistencyKind::kSemiSync;
@@ -50,11 +67,8 @@ struct Worker {
   std::unique_ptr<ClientCore> client;
   uint64_t clock = 0;  // the client's, as of its last pull or push
   uint64_t steps_started = 0;
-  std::vector<float> grad;  // what the next push sends (decoded)
+  std::vector<float> grad;  // what the next push sends, before encoding
   double grad_norm_sq = 0.0;
-  std::unique_ptr<SimPushCompression> compression;
-  PushBytes push_bytes;       // of the next push
-  bool encode_failed = false;  // the next push could not be encoded
   absl::Time blocked_since;
   double wait_s = 0.0;
   int64_t pushes = 0;
@@ -193,9 +207,8 @@ absl::Status Simulator::Setup() {
     options.max_attempts = 1;  // nothing in process is worth a retry
     ASSIGN_OR_RETURN(w.client,
                      ClientCore::Open(options, InProcessTransports(shards)));
+    RETURN_IF_ERROR(w.client->SetCompression(kTable, ClientCompression(config_)));
     w.grad.resize(n);
-    w.compression = std::make_unique<SimPushCompression>(
-        config_.compression, config_.seed, i, n);
     ASSIGN_OR_RETURN(trainer::ShardSampler sampler,
                      trainer::ShardSampler::Create(train_n_, i,
                                                    config_.num_workers,
@@ -313,10 +326,7 @@ absl::Status Simulator::TryPull(Worker& w) {
       1.0 - (1.0 - config_.final_lr_fraction) * std::min(1.0, Progress());
   const float scale = static_cast<float>(decay);
   for (float& g : w.grad) g *= scale;
-  // What the shards will receive: encoded, then decoded as the server does.
-  w.push_bytes = PushBytes{};
-  w.encode_failed =
-      !w.compression->Apply(absl::MakeSpan(w.grad), plan_, &w.push_bytes).ok();
+  // The norm of what the worker pushes, before its client encodes it.
   double norm_sq = 0.0;
   for (float g : w.grad) norm_sq += static_cast<double>(g) * g;
   w.grad_norm_sq = std::isfinite(norm_sq) ? norm_sq : 0.0;
@@ -341,23 +351,18 @@ absl::Status Simulator::Push(Worker& w) {
   if (w.state == WorkerState::kDead) return absl::OkStatus();
   uint64_t tau = 0;
   bool accepted = true;
-  bool refused = w.encode_failed;
-  if (!w.encode_failed) {
-    // Each shard answers for its slices whole (its last slice's answer).
-    absl::StatusOr<PushResult> pushed = w.client->PushDense(kTable, w.grad, nullptr);
-    if (pushed.ok()) {
-      tau = pushed->max_tau();
-      accepted = pushed->all_accepted();
-    } else {
-      refused = true;
-    }
+  // The client encodes each slice (when the run compresses), sends it and
+  // takes each shard's answer from its last slice. A push it cannot encode
+  // (NaN/Inf under a scaled codec) or that a shard refuses with an error
+  // fails as a whole.
+  absl::StatusOr<PushResult> pushed = w.client->PushDense(kTable, w.grad, nullptr);
+  const bool refused = !pushed.ok();
+  if (pushed.ok()) {
+    tau = pushed->max_tau();
+    accepted = pushed->all_accepted();
   }
   ++result_.pushes;
   ++w.pushes;
-  if (!w.encode_failed) {
-    result_.push_bytes.raw += w.push_bytes.raw;
-    result_.push_bytes.wire += w.push_bytes.wire;
-  }
   if (refused) {
     ++result_.refused_errors;
   } else {
@@ -459,6 +464,12 @@ SimResult Simulator::Finish() {
       s.missed_steps = it->second.missed_steps;
     }
     result_.workers.push_back(s);
+    // The bytes of the pushes it sent, as its client counted them.
+    absl::StatusOr<TransferCounters> moved = w.client->Transfers(kTable);
+    if (moved.ok()) {
+      result_.push_bytes.raw += moved->push_raw_bytes;
+      result_.push_bytes.wire += moved->push_wire_bytes;
+    }
   }
   if (result_.pushes > 0) {
     result_.push_norm_mean = norm_sum_ / static_cast<double>(result_.pushes);

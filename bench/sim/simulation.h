@@ -23,12 +23,12 @@
 // Compression (SimConfig::compression; docs/EXPERIMENTS.md): with
 // accumulate_steps = k the worker computes the gradients of k mini-batches on
 // the parameters it pulled and sums them, and the step takes the sum of the k
-// drawn compute times. The (summed, decayed) gradient is then encoded slice by
-// slice, read back exactly as the server reads a pushed block, and the decoded
-// values are what the store receives (SimPushCompression). The bytes of the
-// blocks are counted against the fp32 bytes of the same values. The default
-// (codec none, no error feedback, k = 1) sends fp32 blocks, which decode to
-// the very same floats.
+// drawn compute times. The (summed, decayed) gradient goes to the client core,
+// which compresses it as it would over gRPC (Client::SetCompression: one
+// block per slice, error feedback committed only where a shard accepted);
+// the shard decodes each block as ps_server does. The bytes are the client's
+// own counts (TransferCounters): encoded blocks, or raw float32 for an
+// uncompressed push, against the float32 bytes of the same values.
 //
 // The ManualClock the stores read moves only between events; every time it
 // moves, and after every push, each store's Tick() runs (semi-sync timeouts,
@@ -59,7 +59,6 @@
 #include "absl/status/statusor.h"
 #include "bench/sim/classifier_model.h"
 #include "bench/sim/compute_time_model.h"
-#include "bench/sim/push_compression.h"
 #include "common/histogram.h"
 #include "server/table_stats.h"
 #include "taups/compression.h"
@@ -99,6 +98,14 @@ struct SimConfig {
   absl::Status Validate() const;
 };
 
+// Bytes of one or more pushes: the float32 payload the gradient would take
+// raw, and the gradient fields actually sent (encoded blocks with their
+// 32-byte headers, or the raw float32 of an uncompressed push).
+struct PushBytes {
+  uint64_t raw = 0;
+  uint64_t wire = 0;
+};
+
 struct CurvePoint {
   double time_s = 0.0;      // simulated
   double progress = 0.0;    // fraction of the budget done
@@ -136,10 +143,11 @@ struct SimResult {
                                // (NaN/Inf gradient, ...), or that the
                                // worker could not encode (NaN/Inf under a
                                // scaled codec)
-  PushBytes push_bytes;        // all pushes: fp32 bytes vs encoded blocks
+  PushBytes push_bytes;        // all pushes: fp32 bytes vs what was sent
   int64_t spiked_steps = 0;    // steps that drew a delay spike
   double push_norm_mean = 0.0; // mean L2 norm of the pushed gradients
-                               // (after lr decay, before server clipping)
+                               // (after lr decay, before encoding and
+                               // server clipping)
   Histogram tau{Histogram::IntegerBounds(kTauHistogramMax)};  // max over shards
   Histogram pull_wait_s{Histogram::ExponentialBounds(1e-3, 2.0, 1e4)};
   // Barrier policies: how long each step stayed open (opened -> closed on
