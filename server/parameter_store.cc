@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/aligned_view.h"
 #include "common/status_macros.h"
@@ -386,14 +385,10 @@ absl::Status ParameterStore::CheckSparseKeys(const SparseTable& table,
     }
   }
   if (require_unique) {
-    absl::flat_hash_set<uint64_t> seen;
-    seen.reserve(keys.size());
-    for (uint64_t key : keys) {
-      if (!seen.insert(key).second) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "table '", table.config().name, "': key ", key,
-            " appears twice in one push; merge duplicate keys first"));
-      }
+    if (const std::optional<uint64_t> key = SparseTable::FirstRepeatedKey(keys)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table '", table.config().name, "': key ", *key,
+          " appears twice in one push; merge duplicate keys first"));
     }
   }
   return absl::OkStatus();

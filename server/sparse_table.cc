@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/shard_map.h"
+#include "common/stamped_key_table.h"
 #include "common/vector_math.h"
 #include "server/table_stats.h"
 
@@ -115,6 +116,30 @@ int SparseTable::StripeIndexOf(uint64_t key) {
 
 int64_t SparseTable::NowNanos() const {
   return ttl_ns_ > 0 ? absl::ToUnixNanos(clock_->Now()) : 0;
+}
+
+namespace {
+
+// How far ahead of the key being checked FirstRepeatedKey prefetches the
+// key's slot: the set of a large push does not fit the cache.
+constexpr size_t kPrefetchAhead = 8;
+
+}  // namespace
+
+std::optional<uint64_t> SparseTable::FirstRepeatedKey(
+    absl::Span<const uint64_t> keys) {
+  thread_local StampedKeyTable seen;
+  StampedKeyTable own;  // for calls too large to keep a table for
+  StampedKeyTable& set = keys.size() <= kMaxRetainedRepeatKeys ? seen : own;
+  set.Reset(keys.size());
+  const size_t n = keys.size();
+  bool added = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n) set.Prefetch(keys[i + kPrefetchAhead]);
+    set.FindOrAdd(keys[i], 0, &added);
+    if (!added) return keys[i];
+  }
+  return std::nullopt;
 }
 
 template <typename Fn>

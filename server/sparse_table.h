@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -91,6 +92,16 @@ class SparseTable final : public Table {
   std::unique_ptr<StepBuffer> NewBuffer() const override;
   void ApplyBuffer(const StepBuffer& buffer, float scale,
                    float lr_factor) override;
+
+  // The key at the smallest position i of `keys` with keys[j] == keys[i]
+  // for some j < i (what a scan with a set of the keys seen so far stops
+  // at); nullopt if all are distinct. The set is a StampedKeyTable that
+  // each thread keeps for calls of up to kMaxRetainedRepeatKeys keys (at
+  // most 2 MiB; larger calls use their own), so such a push allocates
+  // nothing. Thread-safe (touches no table).
+  static constexpr size_t kMaxRetainedRepeatKeys = size_t{1} << 16;
+  static std::optional<uint64_t> FirstRepeatedKey(
+      absl::Span<const uint64_t> keys);
 
   // Measures the per-row tau of `keys` against sink->base_versions from the
   // rows as they are now, without touching or creating rows (for pushes

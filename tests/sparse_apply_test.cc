@@ -97,3 +97,44 @@ TEST_CASE("a key that evicts an earlier key's row in the same push") {
 
 }  // namespace
 }  // namespace taups
+
+namespace taups {
+namespace {
+
+// What ParameterStore's duplicate check did before: a scan with a set of the
+// keys seen so far, stopping at the first repeat.
+std::optional<uint64_t> ScanForRepeat(const std::vector<uint64_t>& keys) {
+  std::set<uint64_t> seen;
+  for (uint64_t key : keys) {
+    if (!seen.insert(key).second) return key;
+  }
+  return std::nullopt;
+}
+
+TEST_CASE("FirstRepeatedKey names the key a sequential scan stops at") {
+  std::mt19937_64 rng(42);
+  for (int round = 0; round < 400; ++round) {
+    // Up to 2^16 keys use the thread's kept set; more, a set of their own.
+    const size_t n = round % 8 == 0 ? 32768 + rng() % 40000
+                     : rng() % 3 == 0 ? rng() % 8 : rng() % 6000;
+    // Large key spaces give mostly distinct keys, small ones many repeats.
+    const uint64_t space = uint64_t{1} << (1 + rng() % 48);
+    std::vector<uint64_t> keys(n);
+    for (uint64_t& k : keys) k = rng() % space;
+    if (n > 1 && rng() % 2 == 0) {  // make them distinct, then maybe repeat one
+      std::sort(keys.begin(), keys.end());
+      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+      std::shuffle(keys.begin(), keys.end(), rng);
+      if (keys.size() > 1 && rng() % 2 == 0) {
+        keys[rng() % keys.size()] = keys[rng() % keys.size()];
+      }
+    }
+    REQUIRE(SparseTable::FirstRepeatedKey(keys) == ScanForRepeat(keys));
+  }
+  REQUIRE(SparseTable::FirstRepeatedKey({}) == std::nullopt);
+  // Two repeats: the one whose second sight comes first, in any stripe.
+  REQUIRE(SparseTable::FirstRepeatedKey({7, 9, 11, 9, 7}) == 9u);
+}
+
+}  // namespace
+}  // namespace taups

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/stamped_key_table.h"
+
 
 namespace taups {
 
@@ -30,76 +32,16 @@ std::vector<DenseSlice> PlanDenseSlices(const OwnershipMap& map, uint64_t size,
 
 namespace {
 
-// Key -> index in its shard's `keys`, for one call's de-duplication. Open
-// addressing with linear probing over a power-of-two array of slots; a slot
-// belongs to the current call only when its stamp is the call's, so starting
-// a call costs nothing (no clearing, no allocation once the array is big
-// enough). Each thread keeps one between calls (see ThreadKeyIndex).
-class KeyIndex {
- public:
-  // Forgets every key and makes room for `n` distinct ones.
-  void Reset(size_t n) {
-    uint32_t bits = 4;
-    while ((size_t{1} << bits) < 2 * n) ++bits;
-    if (slots_.size() < (size_t{1} << bits)) {
-      slots_.assign(size_t{1} << bits, Slot{});
-      stamp_ = 0;
-    }
-    mask_ = (size_t{1} << bits) - 1;
-    shift_ = 64 - bits;
-    if (++stamp_ == 0) {  // wrapped: old stamps could match again
-      for (Slot& slot : slots_) slot.stamp = 0;
-      stamp_ = 1;
-    }
-  }
-  void Prefetch(uint64_t key) const {
-    __builtin_prefetch(&slots_[Home(key)], 1);
-  }
-  // `key`'s index if it was added since Reset; else adds it with index
-  // `next`, sets *added, and returns `next`.
-  uint32_t FindOrAdd(uint64_t key, uint32_t next, bool* added) {
-    for (size_t i = Home(key);; i = (i + 1) & mask_) {
-      Slot& slot = slots_[i];
-      if (slot.stamp != stamp_) {
-        slot = Slot{key, next, stamp_};
-        *added = true;
-        return next;
-      }
-      if (slot.key == key) {
-        *added = false;
-        return slot.index;
-      }
-    }
-  }
-  size_t capacity() const { return slots_.size(); }
-
- private:
-  struct Slot {
-    uint64_t key = 0;
-    uint32_t index = 0;
-    uint32_t stamp = 0;
-  };
-  // Fibonacci hashing: the high bits of key * 2^64/phi spread strided and
-  // clustered keys evenly.
-  size_t Home(uint64_t key) const {
-    return static_cast<size_t>((key * 0x9e3779b97f4a7c15ULL) >> shift_);
-  }
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  uint32_t shift_ = 64;
-  uint32_t stamp_ = 0;
-};
-
-// Calls of more keys than this get a KeyIndex of their own, freed at the
-// end, so a thread does not keep a huge table for one large call (2^20 keys:
-// 32 MiB of slots).
+// Calls of more keys than this get a table of their own, freed at the end,
+// so a thread does not keep a huge one for one large call (2^20 keys: 32 MiB
+// of slots).
 constexpr size_t kMaxRetainedKeys = size_t{1} << 20;
 
 // How far ahead of the key being grouped its table slot is prefetched.
 constexpr size_t kPrefetchAhead = 8;
 
 void Group(absl::Span<const uint64_t> keys, absl::Span<const uint32_t> owner,
-           KeyIndex& index, std::vector<ShardKeys>& groups) {
+           StampedKeyTable& index, std::vector<ShardKeys>& groups) {
   index.Reset(keys.size());
   const size_t n = keys.size();
   for (size_t i = 0; i < n; ++i) {
@@ -161,10 +103,10 @@ std::vector<ShardKeys> GroupKeysByShard(absl::Span<const uint64_t> keys,
     }
   }
   if (keys.size() > kMaxRetainedKeys) {
-    KeyIndex index;
+    StampedKeyTable index;
     Group(keys, owner, index, groups);
   } else {
-    thread_local KeyIndex index;
+    thread_local StampedKeyTable index;
     Group(keys, owner, index, groups);
   }
   return groups;
