@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
   const std::vector<taups::FlagRange> ranges = taups::AllFlagRanges();
   const std::vector<char*> args = taups::ParseCommandLineOrExit(
       argc, argv, "ps_admin",
-      "ps_admin (psctl): inspect or steer a tauPS cluster.\n"
+      "ps_admin: inspect or steer a tauPS cluster (the operator's psctl).\n"
       "Every command takes the shards as --servers=h:p,h:p (shard order) or "
       "--config=FILE, and --tls_* / --auth_token_file as ps_worker does.\n"
       "Commands:\n"
