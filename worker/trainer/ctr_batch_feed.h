@@ -18,15 +18,33 @@
 //                    rows the plain pull would. What overlaps is the rest of
 //                    step t (logging, evaluation) and drawing batch t+1.
 //
+// The policy may change while the job runs (ps_admin set-policy), so the
+// feed follows it instead of keeping the start it chose at construction:
+//   - a pull answered with a step (PullInfo::step > 0: only sync and
+//     semi_sync shards gather steps) means the table now bounds reads by
+//     steps: prefetch waits for StepDone from then on;
+//   - every `policy_check_every` pulls the feed reads the table's config
+//     (Client::OpenTable) and takes its start from the policy there (this
+//     is how it sees ssp, whose answers carry no step, and a switch back to
+//     async); a read that fails (shards that disagree in mid-switch) counts
+//     as a bounding policy.
+// A batch whose rows were pulled early (with the step before) and that is
+// handed out after the feed learned of a bounding policy is pulled again
+// first, at the right clock (under sync: once the step before closed), so
+// no push is computed on rows read past the new policy's bound. A prefetch
+// that was off at construction stays off.
+//
 // No pull is made for a batch past `steps`, so a prefetching run creates no
 // row a plain run does not.
 //
 // Thread-compatible: one training thread calls Next and StepDone; the
-// background pull touches only the batch slot it fills, and Next waits for it
-// before handing that slot out. The destructor waits for a pull in flight.
+// background pull touches only the batch slot it fills (and the start, an
+// atomic), and Next waits for it before handing that slot out. The
+// destructor waits for a pull in flight.
 #ifndef TAUPS_WORKER_TRAINER_CTR_BATCH_FEED_H_
 #define TAUPS_WORKER_TRAINER_CTR_BATCH_FEED_H_
 
+#include <atomic>
 #include <cstdint>
 #include <future>
 #include <string>
@@ -59,6 +77,7 @@ struct CtrBatch {
   std::vector<uint64_t> keys;     // examples x fields, example-major
   std::vector<float> rows;        // keys.size() x dim
   PullInfo pull;                  // the rows' pull (the push's basis)
+  bool early = false;             // pulled before the step before was pushed
 };
 
 class CtrBatchFeed {
@@ -69,7 +88,10 @@ class CtrBatchFeed {
     int batch = 0;
     int embedding_dim = 0;
     int64_t steps = 0;               // batches the run takes
-    PrefetchStart start = PrefetchStart::kOff;
+    PrefetchStart start = PrefetchStart::kOff;  // at construction
+    // Pulls between two reads of the table's policy (0: never read it; the
+    // pulls' answers are still followed).
+    int policy_check_every = 25;
   };
   // `client`, `sampler` and `generator` must outlive the feed; the sampler
   // is advanced by the feed only.
@@ -86,12 +108,24 @@ class CtrBatchFeed {
   // The step of the batch Next returned last is pushed and clocked.
   void StepDone();
 
+  // When the next prefetch starts, as the feed last learned the policy.
+  PrefetchStart start() const { return start_.load(); }
+  // Early-pulled batches pulled again after a switch to a bounding policy,
+  // and changes of start seen so far (training thread, after Next).
+  int64_t repulls() const { return repulls_; }
+  int64_t start_changes() const { return start_changes_.load(); }
+
  private:
   // Draws the next batch into `slot` and pulls its rows (either thread).
-  absl::Status Fill(CtrBatch& slot);
+  absl::Status Fill(CtrBatch& slot, bool early);
+  // Pulls the rows of `slot`'s keys and learns the policy from the answer.
+  absl::Status Pull(CtrBatch& slot);
+  // Reads the table's policy when one is due (either thread).
+  void MaybeCheckPolicy();
+  void SetStart(PrefetchStart start);
   // Starts filling the other slot on a background thread, unless every
   // batch of the run was already started or one is in flight.
-  void StartPrefetch();
+  void StartPrefetch(bool early);
 
   Client& client_;
   ShardSampler& sampler_;
@@ -101,6 +135,10 @@ class CtrBatchFeed {
   int current_ = 1;           // the slot Next returned last
   int64_t started_ = 0;       // batches drawn (or being drawn) so far
   std::future<absl::Status> prefetch_;  // fills slots_[1 - current_]
+  std::atomic<PrefetchStart> start_;
+  std::atomic<int64_t> start_changes_{0};
+  int64_t pulls_ = 0;    // by Pull, on whichever thread pulls (never two)
+  int64_t repulls_ = 0;  // training thread
 };
 
 }  // namespace taups::trainer

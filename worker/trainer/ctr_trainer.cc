@@ -273,6 +273,12 @@ absl::StatusOr<TrainingSummary> RunCtrTraining(Client& client,
   }
   const absl::Time train_end = absl::Now();
   if (options.steps == 0) RETURN_IF_ERROR(evaluate(0));
+  if (feed.start_changes() > 0) {
+    spdlog::info("ctr worker {}: embedding prefetch followed {} policy "
+                 "change(s), pulled {} early batch(es) again; ended {}",
+                 options.worker_id, feed.start_changes(), feed.repulls(),
+                 PrefetchStartName(feed.start()));
+  }
 
   summary.model = "ctr";
   summary.worker_id = options.worker_id;

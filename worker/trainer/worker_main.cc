@@ -113,13 +113,13 @@ ABSL_FLAG(bool, row_tau, false,
           "ctr: pull embedding rows with their row versions and report the "
           "per-row staleness of the embedding pushes for head ids and tail "
           "ids separately (progress lines and the JSON's \"row_tau\")");
-ABSL_FLAG(bool, prefetch, false,
+ABSL_FLAG(bool, prefetch, true,
           "ctr: pull the next batch's embedding rows while the current batch "
           "computes: at once under async, once the step is pushed under "
           "ssp, sync and semi_sync (so a pull never reads past the policy's "
-          "bound); chosen from the policy at start, so not for a table whose "
-          "policy an admin may switch from async while the job runs; false "
-          "(default): at the start of each step");
+          "bound); it follows a live policy change (ps_admin set-policy) "
+          "and pulls an early batch again when the table starts bounding "
+          "reads; false: at the start of each step");
 ABSL_FLAG(double, row_tau_head_min_prob,
           taups::trainer::kDefaultRowTauHeadMinProbability,
           "ctr with --row_tau: an id is a head id when at least this fraction "
