@@ -9,8 +9,10 @@
 #   bench/crash_convergence.sh [BUILD_DIR] [OUT_DIR] [PLOTS_DIR]
 #       defaults: build, crash_results, docs/plots
 #   env: STEPS (per worker, default 1500), SEEDS (default "1"),
-#        DATA_DIR (default /usr/share/datasets/fashion-mnist),
-#        PLOT_ONLY=1 (plot OUT_DIR's CSV again, run nothing)
+#        MODES (default "sync async"), PLOT_NAME (default crash_convergence:
+#        PLOTS_DIR/PLOT_NAME.png), DATA_DIR (default
+#        /usr/share/datasets/fashion-mnist), PLOT_ONLY=1 (plot OUT_DIR's CSV
+#        again, run nothing)
 #
 # Exits 77 (skipped) when the dataset (Debian package dataset-fashion-mnist)
 # is missing. The plot needs python3-matplotlib; without it the CSV is kept
@@ -22,6 +24,8 @@ OUT="${2:-crash_results}"
 PLOTS="${3:-docs/plots}"
 STEPS="${STEPS:-1500}"
 SEEDS="${SEEDS:-1}"
+MODES="${MODES:-sync async}"
+PLOT_NAME="${PLOT_NAME:-crash_convergence}"
 DATA_DIR="${DATA_DIR:-/usr/share/datasets/fashion-mnist}"
 BIN="$BUILD/bin"
 
@@ -101,23 +105,25 @@ run() {
   local end; end=$(date +%s.%N)
   kill "$(cat "$dir/pid0")" "$(cat "$dir/pid1")" 2>/dev/null || true
   wait 2>/dev/null || true
-  local a0 a1 r0 r1
+  local a0 a1 r0 r1 d0 d1
   a0=$(json_field "$dir/worker0.json" test_accuracy)
   a1=$(json_field "$dir/worker1.json" test_accuracy)
   r0=$(json_field "$dir/worker0.json" shard_restarts)
   r1=$(json_field "$dir/worker1.json" shard_restarts)
+  d0=$(json_field "$dir/worker0.json" push_redos)
+  d1=$(json_field "$dir/worker1.json" push_redos)
   local wall; wall=$(echo "$end - $begin" | bc)
   [[ "$faulted" == 0 ]] && CLEAN_WALL[$mode]="$wall"
-  printf '%s,%s,%s,%s,%s,%s,%s,%s,%.1f\n' "$mode" "$faulted" "$seed" "$STEPS" "$a0" "$a1" "$r0" "$r1" \
-    "$wall" | tee -a "$CSV"
+  printf '%s,%s,%s,%s,%s,%s,%s,%s,%.1f,%s,%s\n' "$mode" "$faulted" "$seed" "$STEPS" "$a0" "$a1" "$r0" "$r1" \
+    "$wall" "$d0" "$d1" | tee -a "$CSV"
 }
 
 declare -A CLEAN_WALL
 
 if [[ "${PLOT_ONLY:-0}" != 1 ]]; then
-  echo "consistency,faulted,seed,steps,accuracy_w0,accuracy_w1,shard_restarts_w0,shard_restarts_w1,wall_s" > "$CSV"
+  echo "consistency,faulted,seed,steps,accuracy_w0,accuracy_w1,shard_restarts_w0,shard_restarts_w1,wall_s,push_redos_w0,push_redos_w1" > "$CSV"
   for seed in $SEEDS; do
-    for mode in sync async; do
+    for mode in $MODES; do
       run "$mode" 0 "$seed"
       run "$mode" 1 "$seed"
     done
@@ -125,7 +131,7 @@ if [[ "${PLOT_ONLY:-0}" != 1 ]]; then
 fi
 
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
-  /usr/bin/python3 - "$CSV" "$PLOTS/crash_convergence.png" <<'EOF'
+  /usr/bin/python3 - "$CSV" "$PLOTS/$PLOT_NAME.png" <<'EOF'
 import csv, sys
 import matplotlib
 matplotlib.use("Agg")
