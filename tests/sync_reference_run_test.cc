@@ -6,10 +6,11 @@
 // and two workers (in-process Clients, one thread each) training a dense
 // Adam table whose gradients depend on the parameters pulled:
 //   1. faulted run: from an empty start, one shard (drawn from the seed) is
-//      killed with -9 in a step drawn from the seed, 0-20 ms (drawn) after
-//      worker 0 stopped before its push of that step while worker 1 went on
-//      (a step-cut write may be under way); the other shard is killed 200 ms
-//      later and the workers' calls fail. The newest step S every
+//      killed with -9 in a step drawn from the seed: worker 0 stops before
+//      its push of that step while worker 1 goes on, and once both shards
+//      hold a checkpoint of one common step the shard is killed 0-20 ms
+//      (drawn) later (a step-cut write may be under way); the other shard
+//      is killed 200 ms later and the workers' calls fail. The newest step S every
 //      shard holds a complete checkpoint of is the cut; the checkpoint
 //      directories, as the kill left them (a torn tmp-* included), are
 //      copied. Both shards restart with --checkpoint_restore_step=S, fresh
