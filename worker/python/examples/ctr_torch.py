@@ -78,6 +78,7 @@ def parse_args():
     p.add_argument("--max_auc_gap", type=float, default=1.0,
                    help="exit 2 if the AUC is further than this below the "
                         "planted model's")
+    taups.add_transport_arguments(p)
     args = p.parse_args()
     if not args.servers:
         p.error("--servers (or $TAUPS_SERVERS) is required")
@@ -218,8 +219,8 @@ def main():
     test_ids, test_dense, test_labels, test_planted = planted.sample(
         args.test_examples, np.random.default_rng(args.seed + 3))
 
-    with taups.Client(args.servers.split(","),
-                      worker_id=args.worker_id) as client:
+    with taups.Client(args.servers.split(","), worker_id=args.worker_id,
+                      **taups.transport_settings(args)) as client:
         client.create_table(taups.sparse_table(
             args.table, args.dim, optimizer="adagrad",
             learning_rate=args.sparse_lr, initializer="normal",

@@ -96,6 +96,7 @@ def parse_args(argv=None):
                    help="ps_worker --model=ctr's AUC on the same data")
     p.add_argument("--max_reference_gap", type=float, default=1.0,
                    help="largest allowed reference_auc - AUC")
+    taups.add_transport_arguments(p)
     args = p.parse_args(argv)
     if not args.servers:
         p.error("--servers (or $TAUPS_SERVERS) is required")
@@ -282,7 +283,8 @@ def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    with tt.connect(args.servers, args.worker_id) as client:
+    with tt.connect(args.servers, args.worker_id,
+                    **taups.transport_settings(args)) as client:
         embeddings, model, dense = build(args, client)
         totals = train(args, embeddings, model, dense)
         result = evaluate(args, embeddings, model, dense)

@@ -62,5 +62,6 @@ from taups.client import Client, client_options
 from taups.compression import compression
 from taups import metrics
 from taups.tables import consistency, dense_table, sparse_table
+from taups.transport_args import add_transport_arguments, transport_settings
 
 __all__ = [name for name in dir() if not name.startswith("_")]

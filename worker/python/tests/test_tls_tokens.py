@@ -123,6 +123,34 @@ class TlsTokensTest(unittest.TestCase):
         np.testing.assert_array_equal(w, expected)
         self.assertFalse(np.array_equal(w, np.zeros(6, np.float32)))
 
+    def test_example_flags_reach_the_client(self):
+        # The examples' --tls_* / --auth_token_file, parsed as they parse
+        # them, connect over mutual TLS with the token; without the client
+        # certificate the same flags are refused.
+        import argparse
+        token_file = write_private(os.path.join(self.dir, "ex.token"),
+                                   ADMIN_TOKEN + "\n")
+        parser = argparse.ArgumentParser()
+        taups.add_transport_arguments(parser)
+        flags = ["--tls_ca", self.tls["tls_ca_file"],
+                 "--tls_cert", self.tls["tls_cert_file"],
+                 "--tls_key", self.tls["tls_key_file"],
+                 "--auth_token_file", token_file]
+        settings = taups.transport_settings(parser.parse_args(flags))
+        self.assertEqual(set(settings), {"tls_ca_file", "tls_cert_file",
+                                         "tls_key_file", "auth_token_file"})
+        self.assertEqual(taups.transport_settings(parser.parse_args([])), {})
+        with taups.Client(self.servers, register_worker=False,
+                          call_timeout_s=10, connect_timeout_s=10,
+                          **settings) as admin:
+            admin.create_table(taups.dense_table("ex_w", 3))
+            self.assertGreaterEqual(admin.drop_table("ex_w"), 3 * 4)
+        no_cert = taups.transport_settings(parser.parse_args(
+            flags[:2] + flags[-2:]))
+        with self.assertRaises(taups.UnavailableError):
+            taups.Client(self.servers, register_worker=False,
+                         connect_timeout_s=1, **no_cert)
+
     @unittest.skipUnless(importlib.util.find_spec("torch"), "no torch")
     def test_torch_modules_on_tables_an_admin_created(self):
         import torch
