@@ -46,33 +46,6 @@ absl::StatusOr<const Principal*> FromBearer(const PrincipalTable& table,
   return principal;
 }
 
-// Refuses a malformed or unknown token before the call reaches a handler.
-// It records nothing: in gRPC 1.51 the AuthContext a processor is handed
-// is the connection's, shared by every call on it, so a property added
-// here would outlive the call (the next call without a token would be
-// served as this one's principal) and grow with every call. Handlers name
-// the caller from the call's own metadata instead (AuthGate::Check).
-class TokenScreen final : public grpc::AuthMetadataProcessor {
- public:
-  explicit TokenScreen(const AuthGate* gate) : gate_(gate) {}
-
-  // Looking a token up is cheap: run on gRPC's own thread.
-  bool IsBlocking() const override { return false; }
-
-  grpc::Status Process(const InputMetadata& metadata, grpc::AuthContext*,
-                       OutputMetadata*, OutputMetadata*) override {
-    auto header = metadata.find(kAuthorizationKey);
-    if (header == metadata.end()) return grpc::Status::OK;
-    const absl::StatusOr<const Principal*> principal =
-        FromBearer(*gate_->principals(), View(header->second));
-    if (!principal.ok()) return ToGrpcStatus(principal.status());
-    return grpc::Status::OK;
-  }
-
- private:
-  const AuthGate* const gate_;
-};
-
 }  // namespace
 
 AuthGate::AuthGate(std::string path, PrincipalTable table)
@@ -100,17 +73,12 @@ std::shared_ptr<const PrincipalTable> AuthGate::principals() const {
   return table_;
 }
 
-std::shared_ptr<grpc::AuthMetadataProcessor> AuthGate::Processor() {
-  return std::make_shared<TokenScreen>(this);
-}
-
 grpc::Status AuthGate::Check(const grpc::ServerContextBase& context,
                              Rpc method,
                              std::optional<uint32_t> worker_id) const {
   const std::shared_ptr<const PrincipalTable> table = principals();
   const Principal* caller = nullptr;
-  // A call's token is looked up again in the table of now (a reload may
-  // have removed it since the processor screened the call).
+  // The one lookup of the call's token, in the table of now.
   const auto& metadata = context.client_metadata();
   auto header = metadata.find(kAuthorizationKey);
   if (header != metadata.end()) {

@@ -1,20 +1,22 @@
-// The gRPC side of a shard's authentication: an AuthMetadataProcessor that
-// turns a bearer token (or a mutual-TLS client certificate's name) into a
-// principal of the auth file (server/principals.h), and the check each
-// service handler makes, in one line, before it touches the request
-// (server/authorization.h decides).
+// The gRPC side of a shard's authentication: the check each service
+// handler makes, in its first line, before it touches the request. It turns
+// the call's bearer token (or the connection's mutual-TLS client
+// certificate name) into a principal of the auth file (server/principals.h)
+// and asks server/authorization.h whether that principal may make the call.
 //
-// The processor only screens tokens: a token that is presented but unknown,
-// or not of the "Bearer <token>" form, is UNAUTHENTICATED before any
-// handler runs. Who the caller is, the handler's Check works out per call
-// from that call's own "authorization" metadata (else from the connection's
-// client certificate): gRPC 1.51 hands the processor the connection's
-// AuthContext, shared by all its calls, so nothing per call may be stored
-// there. A call with no credential passes the processor and is refused by
-// Check (so gRPC's health service stays reachable). The file is read at
-// Open and again at each Reload (SIGHUP in ps_server); a reload that fails
-// keeps the principals already loaded. Nothing here logs a secret, and no
-// handler logs metadata.
+// Who the caller is comes from that call's own "authorization" metadata,
+// looked up once per call, here; else from the connection's client
+// certificate. There is no AuthMetadataProcessor: gRPC 1.51 hands a
+// processor the connection's AuthContext, shared by all the calls on it, so
+// it cannot pass anything per call to the handler (recording the principal
+// there served a later call without a token as that principal, fixed in
+// 9ba481b), and screening the token there as well looked it up twice. A
+// token that is not "Bearer <token>" or that the file does not list, and a
+// call with no credential, are UNAUTHENTICATED here; gRPC's health and
+// reflection services, which have no Check, answer any caller. The file is
+// read at Open and again at each Reload (SIGHUP in ps_server); a reload
+// that fails keeps the principals already loaded. Nothing here logs a
+// secret, and no handler logs metadata.
 //
 // Thread-safe: the principals are an immutable table swapped under mu_.
 #ifndef TAUPS_SERVER_GRPC_AUTH_H_
@@ -43,10 +45,6 @@ class AuthGate {
   // Reads the file again; on success the new principals take effect for
   // the next calls, on failure the old ones stay and the error is returned.
   absl::Status Reload() ABSL_LOCKS_EXCLUDED(mu_);
-
-  // The processor to set on the server credentials; it refers to this gate,
-  // which must outlive the server.
-  std::shared_ptr<grpc::AuthMetadataProcessor> Processor();
 
   // OK when the caller of `context` may call `method` (as `worker_id`, for
   // worker methods); otherwise UNAUTHENTICATED or PERMISSION_DENIED.

@@ -231,7 +231,6 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       MakeServerCredentials(security);
   if (!credentials.ok()) return credentials.status();
-  if (state->auth) (*credentials)->SetAuthMetadataProcessor(state->auth->Processor());
   state->service = std::make_unique<ParameterServerService>(
       state->store.get(), state->incarnation, state->auth.get(),
       options.max_wait);
