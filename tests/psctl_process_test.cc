@@ -412,5 +412,25 @@ TEST_CASE("ps_admin checkpoint on a shard without a checkpoint dir names it") {
   CHECK(absl::StrContains(out, "checkpoint failed on 2 of 2 shards"));
 }
 
+TEST_CASE("ps_admin --help lists every command; a wrong one is named") {
+  TempDir run;
+  Process help(BinDir() + "/ps_admin", {"--help"}, run.path() + "/help.log");
+  REQUIRE(help.Wait(absl::Seconds(30)) == 0);
+  for (const char* command : {"\n  status ", "\n  checkpoint ", "\n  evict --worker=N",
+                              "\n  stats ", "\n  set-policy ", "\n  drop-table "}) {
+    INFO(command);
+    CHECK(absl::StrContains(help.Output(), command));
+  }
+  Process wrong(BinDir() + "/ps_admin", {"--servers=127.0.0.1:1", "evicts"},
+                run.path() + "/wrong.log");
+  REQUIRE(wrong.Wait(absl::Seconds(30)) == 1);
+  CHECK(absl::StrContains(wrong.Output(), "unknown command 'evicts'; expected status, "
+                                          "checkpoint, evict,"));
+  Process no_worker(BinDir() + "/ps_admin", {"--servers=127.0.0.1:1", "evict"},
+                    run.path() + "/no_worker.log");
+  REQUIRE(no_worker.Wait(absl::Seconds(30)) == 1);
+  CHECK(absl::StrContains(no_worker.Output(), "evict needs --worker=N"));
+}
+
 }  // namespace
 }  // namespace taups::testing
