@@ -292,7 +292,7 @@ class ClientCore final : public Client {
     MembershipMark mark;  // when this round was sent
     std::atomic<size_t> remaining{0};
     std::atomic<bool> final_answer{false};  // an answer not merely staged
-    bool redone = false;
+    std::atomic<bool> redone{false};
   };
 
   template <typename Request>
