@@ -8,14 +8,17 @@
    StatefulSet names the headless Service; the cluster ConfigMap lists one
    <statefulset>-<i>.<service>:<port> per replica; the grpc port is the same
    in the ConfigMap, the container and the Service; the metrics port is the
-   same in --metrics_port, the container, the Service and every probe; the
+   same in --metrics_port, the container and the Service; every probe asks
+   gRPC health on the grpc port (ps_health_probe over TLS, with its CA in a
+   mounted Secret and the pod's own name checked); the
    worker Job reads the same ConfigMap key as the shards and has
    completions = parallelism = --num_workers; every file a flag names lies in
    a mounted ConfigMap or Secret that holds that key; the Secrets mounted are
    exactly those secrets.example.yaml declares; every container requests CPU
    and memory; the startup probe allows a long restore.
 3. The same checks must refuse broken copies (a replica too many, a port, a
-   Secret's name, a label changed), so the checker itself is tested.
+   Secret's name, a label changed, a probe's port, an HTTP probe, the
+   probe's CA not mounted), so the checker itself is tested.
 4. deploy/Containerfile is FROM debian:12, runs as the pods' user and
    exposes the shard's ports.
 5. `kubectl kustomize` renders kustomization.yaml, and the rendered objects
@@ -115,6 +118,38 @@ def file_errors(pod_spec, container, args, configmaps, secrets, what):
     return errors
 
 
+def probe_errors(name, probe, grpc_port, service_name, pod_spec, container, configmaps,
+                 secrets):
+    """A probe asks grpc.health.v1 on the shard's gRPC port: ps_health_probe
+    over TLS (the shards' transport) as an exec probe, or Kubernetes' own
+    plaintext grpc probe. Its CA lies in a mounted Secret, the name it checks
+    is the pod's under the headless Service, and the kubelet waits for it
+    longer than the probe's own call deadline."""
+    if "grpc" in probe:
+        if probe["grpc"].get("port") != grpc_port:
+            return [f"{name} probes port {probe['grpc'].get('port')}, not {grpc_port}"]
+        return []
+    command = " ".join(probe.get("exec", {}).get("command", []))
+    if "ps_health_probe" not in command:
+        return [f"{name} does not run ps_health_probe (gRPC health): {sorted(probe)}"]
+    errors = []
+    server = flag_value(command, "server")
+    if server != f"127.0.0.1:{grpc_port}":
+        errors.append(f"{name}: --server={server}, not 127.0.0.1:{grpc_port}")
+    if flag_value(command, "tls_ca") is None:
+        errors.append(f"{name}: no --tls_ca (the shards speak TLS)")
+    server_name = flag_value(command, "tls_server_name") or ""
+    if not server_name.endswith(f".{service_name}") or "POD_NAME" not in server_name:
+        errors.append(f"{name}: --tls_server_name={server_name} is not the pod's name "
+                      f"under '{service_name}'")
+    deadline = float(flag_value(command, "timeout_s") or 5)
+    if probe.get("timeoutSeconds", 1) <= deadline:
+        errors.append(f"{name}: timeoutSeconds {probe.get('timeoutSeconds', 1)} does not "
+                      f"outlast --timeout_s={deadline:g}")
+    errors += file_errors(pod_spec, container, command, configmaps, secrets, name)
+    return errors
+
+
 def check(docs, secret_docs):
     """Returns the list of inconsistencies; empty when the manifests agree."""
     errors = []
@@ -166,10 +201,8 @@ def check(docs, secret_docs):
         if probe is None:
             errors.append(f"shard container has no {probe_name}")
             continue
-        kind = "grpc" if "grpc" in probe else "httpGet"
-        want = grpc_port if kind == "grpc" else metrics_port
-        if probe[kind]["port"] != want:
-            errors.append(f"{probe_name} probes port {probe[kind]['port']}, not {want}")
+        errors += probe_errors(probe_name, probe, grpc_port, service["metadata"]["name"],
+                               pod["spec"], server, configmaps, secrets)
     startup = server.get("startupProbe", {})
     if startup.get("periodSeconds", 10) * startup.get("failureThreshold", 3) < MIN_STARTUP_S:
         errors.append(f"startupProbe allows less than {MIN_STARTUP_S} s for a restore")
@@ -283,13 +316,31 @@ def mutations():
     def worker_count(docs, _):
         by_kind(docs, "Job")["spec"]["completions"] += 1
 
+    def probe(docs):
+        return sts(docs)["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]
+
+    def probe_port(docs, _):
+        cmd = probe(docs)["exec"]["command"]
+        cmd[-1] = cmd[-1].replace("127.0.0.1:", "127.0.0.1:1")
+
+    def probe_http(docs, _):
+        p = probe(docs)
+        del p["exec"]
+        p["httpGet"] = {"path": "/readyz", "port": 9100}
+
+    def probe_ca_item(docs, _):
+        for v in sts(docs)["spec"]["template"]["spec"]["volumes"]:
+            if "secret" in v and "items" in v["secret"]:
+                v["secret"]["items"] = [i for i in v["secret"]["items"] if i["key"] != "ca.crt"]
+
     def secret_key(_, secret_docs):
         del secret_docs[0]["stringData"][next(iter(secret_docs[0]["stringData"]))]
 
     return [("replicas + 1", replicas), ("Service grpc port + 1", service_port_change),
             ("a Secret renamed", secret_name), ("a pod label changed", pod_label),
             ("--metrics_port changed", metrics_flag), ("Job completions + 1", worker_count),
-            ("a Secret key removed", secret_key)]
+            ("a Secret key removed", secret_key), ("probe --server port", probe_port),
+            ("readiness over HTTP", probe_http), ("probe CA not mounted", probe_ca_item)]
 
 
 def main():

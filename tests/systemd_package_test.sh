@@ -86,7 +86,7 @@ dpkg -x "$deb" "$stage"
 pc_file=$(cd "$stage/usr" && find lib -name taups.pc | head -n 1)
 [[ -n "$pc_file" ]] || fail "package lacks taups.pc"
 libdir=$(dirname "$(dirname "$pc_file")")
-for path in usr/bin/ps_server usr/bin/ps_worker usr/bin/ps_admin \
+for path in usr/bin/ps_server usr/bin/ps_worker usr/bin/ps_admin usr/bin/ps_health_probe \
     usr/lib/systemd/system/ps-server@.service usr/lib/systemd/system/ps-worker@.service \
     usr/lib/systemd/system/taups-shards.target \
     usr/share/taups/config/cluster.txt.example usr/share/taups/config/ps-server.env.example \
@@ -98,7 +98,7 @@ for path in usr/bin/ps_server usr/bin/ps_worker usr/bin/ps_admin \
     "usr/$libdir/cmake/tauPS/tauPSConfig.cmake" "usr/$libdir/pkgconfig/taups.pc"; do
   [[ -e "$stage/$path" ]] || fail "package lacks /$path"
 done
-for program in ps_server ps_worker ps_admin; do
+for program in ps_server ps_worker ps_admin ps_health_probe; do
   line=$("$stage/usr/bin/$program" --version)
   [[ "$line" == *"$version"* ]] || fail "$program --version says '$line', not $version"
 done
