@@ -2,7 +2,12 @@
 // Client::PushDenseWith. The codecs run on the device (DeviceCodec, the same
 // bytes as the CPU codecs); only the encoded blocks cross to the host. With
 // error feedback the residual lives on the device too (allocated, zeroed, on
-// first use).
+// first use), and changes only by what the shards accepted, as the host
+// path's: each slice encodes from the committed residual and writes its new
+// residual into a pending buffer; FinishPush copies the delivered parts'
+// pending residual over the committed one (or swaps the buffers when every
+// part was delivered). A push refused by a shard, or one that failed to
+// encode (a NaN in its last slice), leaves the residual as it was.
 //
 //   auto gradient = taups::cuda::DeviceGradient::Create(d_grad, n);
 //   ... each step: write the new gradient into d_grad on the device ...
@@ -17,6 +22,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "cuda/codec_kernels.h"
@@ -33,12 +40,16 @@ class DeviceGradient final : public SliceEncoder {
   ~DeviceGradient() override;
 
   uint64_t size() const override { return n_; }
+  // Fails with the error of an earlier FinishPush that could not commit
+  // (a CUDA error), if any.
   absl::Status EncodeSlice(uint64_t offset, uint64_t count,
                            const CodecOptions& options, bool error_feedback,
                            std::string* block) override;
+  void FinishPush(const std::vector<std::pair<uint64_t, uint64_t>>& parts,
+                  const std::vector<bool>& delivered) override;
 
-  // Copies the device residual to `out` (n floats; zeros before any
-  // error-feedback push). For tests and inspection.
+  // Copies the committed device residual to `out` (n floats; zeros before
+  // any error-feedback push was accepted). For tests and inspection.
   absl::Status CopyResidual(float* out) const;
 
  private:
@@ -48,7 +59,14 @@ class DeviceGradient final : public SliceEncoder {
   const float* const values_;
   const uint64_t n_;
   std::unique_ptr<DeviceCodec> codec_;
-  float* residual_ = nullptr;  // device; n floats once error feedback is used
+  // Allocates and zeroes the two residual buffers on first use.
+  absl::Status EnsureResiduals();
+
+  // Device; n floats each once error feedback is used.
+  float* residual_ = nullptr;  // committed: what the next push adds
+  float* pending_ = nullptr;   // this push's parts' residual-to-be
+  bool staged_ = false;         // pending_ holds this push's residuals
+  absl::Status commit_status_;  // a failed FinishPush copy, reported later
 };
 
 }  // namespace taups::cuda

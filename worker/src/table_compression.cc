@@ -90,7 +90,17 @@ void TableCompression::FinishDense(PendingDensePush& push,
     return i < delivered.size() && delivered[i];
   };
   absl::MutexLock lock(&mu_);
-  if (push.holds_feedback_) {
+  if (push.encoder_ != nullptr) {
+    // The encoder keeps the residual: it commits the delivered parts.
+    std::vector<bool> flags(push.parts_.size());
+    for (size_t i = 0; i < flags.size(); ++i) flags[i] = delivered_part(i);
+    push.encoder_->FinishPush(push.parts_, flags);
+    push.encoder_ = nullptr;
+    if (push.holds_feedback_) {
+      push.holds_feedback_ = false;
+      feedback_free_ = true;
+    }
+  } else if (push.holds_feedback_) {
     uint64_t covered = 0;
     bool all_delivered = true;
     for (size_t i = 0; i < push.parts_.size(); ++i) {
@@ -203,14 +213,22 @@ absl::Status TableCompression::EncodeDenseWith(PendingDensePush& push,
   const CodecOptions options = OptionsFor(NextPushIndex());
   const std::vector<std::pair<uint64_t, uint64_t>>& parts = push.parts_;
   std::vector<std::string> blocks(parts.size());
-  absl::MutexLock lock(&mu_);  // one push at a time through the residual
+  absl::MutexLock lock(&mu_);
+  // With error feedback this push adds the residual the previous one leaves
+  // once the shards answered it: wait for its Finish.
+  if (config_.error_feedback) mu_.Await(absl::Condition(&feedback_free_));
   for (size_t i = 0; i < parts.size(); ++i) {
     absl::Status status = encoder.EncodeSlice(parts[i].first, parts[i].second,
                                               options, config_.error_feedback,
                                               &blocks[i]);
-    if (!status.ok()) return status;
+    if (!status.ok()) return status;  // nothing committed; no FinishPush
   }
   push.blocks_ = std::move(blocks);
+  push.encoder_ = &encoder;
+  if (config_.error_feedback) {
+    push.holds_feedback_ = true;
+    feedback_free_ = false;
+  }
   return absl::OkStatus();
 }
 

@@ -28,8 +28,10 @@
 // encodes its slices on several short-lived threads (up to 8, at least 2^18
 // values each), with the same result as one after another.
 //
-// Not transactional: EncodeDenseWith (a SliceEncoder, e.g. the GPU's
-// DeviceGradient) keeps its residual itself and updates it as it encodes.
+// EncodeDenseWith (a SliceEncoder, e.g. the GPU's DeviceGradient): the
+// encoder keeps its own residual, pending until Finish tells it which parts
+// were delivered (SliceEncoder::FinishPush); with error feedback such pushes
+// take the same one-at-a-time turn.
 #ifndef TAUPS_WORKER_SRC_TABLE_COMPRESSION_H_
 #define TAUPS_WORKER_SRC_TABLE_COMPRESSION_H_
 
@@ -90,6 +92,8 @@ class PendingDensePush {
   // Error feedback: this push holds the table's turn (feedback_free_ is
   // false for it) and its parts' residuals wait in next_residual_.
   bool holds_feedback_ = false;
+  // EncodeDenseWith: the encoder told at Finish which parts were delivered.
+  SliceEncoder* encoder_ = nullptr;
 };
 
 class TableCompression {
@@ -121,8 +125,9 @@ class TableCompression {
   // nothing changed; `push` may be dropped (or finished) as undelivered.
   absl::Status EncodeDense(PendingDensePush& push, size_t max_threads = 0);
 
-  // The same through a SliceEncoder (error feedback is the encoder's, and
-  // not transactional).
+  // The same through a SliceEncoder (error feedback is the encoder's; it
+  // commits in Finish, through SliceEncoder::FinishPush). `encoder` must
+  // outlive the push's Finish.
   absl::Status EncodeDenseWith(PendingDensePush& push, SliceEncoder& encoder);
 
   // Encodes one shard's merged sparse rows (rows of `dim` values); a bucket

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -103,10 +105,25 @@ class SliceEncoder {
   // Encodes elements [offset, offset + count) with `options` (numbering
   // them from `offset` for stochastic rounding) into `block`, exactly as
   // taups::EncodeBlock would; with `error_feedback`, adds this range's
-  // residual first and keeps what encoding lost, as ErrorFeedback does.
+  // residual first and keeps what encoding lost, as ErrorFeedback does, as
+  // the range's pending residual: the residual the next push adds changes
+  // only in FinishPush.
   virtual absl::Status EncodeSlice(uint64_t offset, uint64_t count,
                                    const CodecOptions& options,
                                    bool error_feedback, std::string* block) = 0;
+  // Called once for a push whose slices were all encoded and sent, after
+  // the shards answered: parts[i] = (offset, count) of slice i, and
+  // delivered[i] whether its shard applied it (accepted the push). An
+  // error-feedback encoder commits the pending residual of the delivered
+  // parts and drops the others' (they keep the residual they had before the
+  // push), so a refused push changes nothing. Not called for a push that
+  // failed to encode. The default keeps no state and does nothing.
+  virtual void FinishPush(
+      const std::vector<std::pair<uint64_t, uint64_t>>& parts,
+      const std::vector<bool>& delivered) {
+    (void)parts;
+    (void)delivered;
+  }
 };
 
 // The top-k ratio in force for push number `push_index` (0-based) under the
