@@ -30,33 +30,47 @@ void Invoke(Stub* stub, absl::Duration timeout,
       });
 }
 
-// Runs a raw call's `done` once both the call has finished and gRPC has
-// released the borrowed payload, whichever comes last.
-class TwoWayJoin {
+// Runs a raw call's `done` at the right time. An OK answer means the shard
+// received the whole request (a unary handler runs only then), so every
+// byte has left the borrowed memory and `done` runs at once; gRPC's later
+// release only drops its reference. Any other end (a deadline, a cancel, a
+// refusal sent before the request was read) may leave bytes queued, so
+// `done` waits until gRPC has released them as well.
+class ReleaseJoin {
  public:
-  explicit TwoWayJoin(ShardTransport::Done done) : done_(std::move(done)) {}
+  explicit ReleaseJoin(ShardTransport::Done done) : done_(std::move(done)) {}
   void Finished(absl::Status status) {
+    bool run = false;
     {
       absl::MutexLock lock(&mu_);
-      status_ = std::move(status);
+      finished_ = true;
+      run = released_ || status.ok();
+      if (run) ran_ = true;
+      status_ = status;
     }
-    Arrive();
+    if (run) done_(std::move(status));
   }
-  void Released() { Arrive(); }
+  void Released() {
+    absl::Status status;
+    bool run = false;
+    {
+      absl::MutexLock lock(&mu_);
+      released_ = true;
+      run = finished_ && !ran_;
+      if (run) {
+        ran_ = true;
+        status = status_;
+      }
+    }
+    if (run) done_(std::move(status));
+  }
 
  private:
-  void Arrive() {
-    if (remaining_.fetch_sub(1) != 1) return;
-    absl::Status status;
-    {
-      absl::MutexLock lock(&mu_);
-      status = status_;
-    }
-    done_(std::move(status));
-  }
   ShardTransport::Done done_;
-  std::atomic<int> remaining_{2};
   absl::Mutex mu_;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool released_ ABSL_GUARDED_BY(mu_) = false;
+  bool ran_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -81,7 +95,7 @@ void GrpcTransport::SendPushDense(Channel& channel, absl::Duration timeout,
     grpc::ByteBuffer request;
     grpc::ByteBuffer response;
   };
-  auto join = std::make_shared<TwoWayJoin>(std::move(done));
+  auto join = std::make_shared<ReleaseJoin>(std::move(done));
   auto call = std::make_shared<Call>();
   // The release callback holds only the join, not the call (whose buffer
   // holds the slice): no cycle.

@@ -6,10 +6,10 @@
 // (proto/raw_payload.h): the request's other fields serialized by protobuf,
 // its gradient as a slice borrowing the request's own bytes, so the tensor
 // is not copied again into gRPC's buffers. The bytes are ps.proto's
-// PushDenseRequest; any shard parses them. Such a call's `done` runs only
-// once gRPC has also let go of the borrowed bytes, so the caller may free
-// the request as soon as `done` has run (the Send contract), even when the
-// call ended early (a deadline, a cancel) with its bytes still queued.
+// PushDenseRequest; any shard parses them. The caller may free the request
+// as soon as `done` has run (the Send contract): an OK answer means every
+// byte reached the shard; a call that ended otherwise (a deadline, a
+// cancel) runs `done` only once gRPC has let go of the borrowed bytes.
 //
 // Thread-safe. The client core must let every call's `done` run before it
 // destroys the transport (ClientCore waits for its calls in flight).
