@@ -52,8 +52,9 @@
 // the shard's dense range (4 bytes per element) — refused past the budget or
 // past max_workers_per_table. The slices of pushes staged until their last
 // slice are charged while they wait (and bounded per table part by
-// max_staged_bytes); the dedup windows are bounded by DedupWindow's limits,
-// not charged to the budget.
+// max_staged_bytes); each worker incarnation's dedup window is charged its
+// bound (DedupWindow::WindowBytes, about 40 KiB) at its first push to a
+// table part, refused past the budget.
 //
 // A size over one of these limits is refused with RESOURCE_EXHAUSTED; a
 // malformed request (a size the table cannot hold at all) with

@@ -24,7 +24,8 @@ Partition::Partition(std::unique_ptr<Table> table, const Clock* clock,
       limits_(limits),
       controller_(table_.get(), clock),
       staged_(limits.max_staged_bytes, limits.budget),
-      dedup_(limits.dedup_per_incarnation, limits.dedup_max_incarnations) {}
+      dedup_(limits.dedup_per_incarnation, limits.dedup_max_incarnations,
+             limits.budget) {}
 
 void Partition::Apply(absl::FunctionRef<void()> work)
     ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -107,6 +108,11 @@ absl::StatusOr<PushOutcome> Partition::PushLocked(const PushSlice& slice,
         slice.origin.worker_id, " is older than this shard remembers (it "
         "keeps answers past push ", seen.forgotten_through,
         "); it may have been applied already, so it is not applied again"));
+  }
+  if (absl::Status room = dedup_.Admit(slice.origin); !room.ok()) {
+    return absl::Status(room.code(), absl::StrCat("table '", config().name, "': ",
+                                                  room.message(),
+                                                  "; nothing of this push was applied"));
   }
   absl::StatusOr<StagedPushes::Added> added = staged_.Add(
       slice.origin, slice.index, slice.header, slice.part, clock_->Now(), copy);

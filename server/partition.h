@@ -63,7 +63,8 @@ struct PartitionLimits {
   size_t dedup_per_incarnation = DedupWindow::kDefaultPerIncarnation;
   size_t dedup_max_incarnations = DedupWindow::kDefaultMaxIncarnations;
   // When set (it must outlive the partition), staged slices are charged to
-  // it while they wait (BudgetUse::kStaged).
+  // it while they wait (BudgetUse::kStaged), and each worker incarnation's
+  // dedup window while it is kept (BudgetUse::kWorkerState, DedupWindow).
   MemoryBudget* budget = nullptr;
 };
 

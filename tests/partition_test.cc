@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/vector_math.h"
 #include "server/dense_table.h"
+#include "server/memory_budget.h"
 #include "server/parameter_store.h"
 #include "server/sparse_table.h"
 
@@ -464,6 +465,46 @@ TEST_CASE("a worker that rejoins a sync table starts at the open step") {
   REQUIRE(store.GetTable("w")->open_step == 6);  // worker 0 not yet in
   REQUIRE(push(0, 10, 6).ok());
   REQUIRE(store.GetTable("w")->open_step == 7);
+}
+
+TEST_CASE("each worker's dedup window is charged to the budget, refused past it") {
+  const TableConfig config = DenseConfig(OptimizerKind::kSgd);
+  const uint64_t window = DedupWindow::WindowBytes(DedupWindow::kDefaultPerIncarnation);
+  // A window holds 64 answers whose messages may be 256 bytes each: its
+  // bound is tens of KiB, not a few bytes.
+  REQUIRE(window > 64 * 256);
+  MemoryBudget budget(3 * window + window / 2);  // room for three windows
+  PartitionLimits limits;
+  limits.budget = &budget;
+  auto partition = std::make_unique<Partition>(
+      std::make_unique<DenseTable>(config, Range{0, kSize}), RealClock::Get(),
+      limits);
+  std::mt19937_64 rng(11);
+  for (uint32_t worker = 0; worker < 3; ++worker) {
+    TestPush push = RandomPush(rng, worker, 1);
+    REQUIRE(SendShuffled(*partition, push, rng).ok());
+    // A second push of the same incarnation needs no new window.
+    push.origin.seq = 2;
+    REQUIRE(SendShuffled(*partition, push, rng).ok());
+    REQUIRE(budget.used(BudgetUse::kWorkerState) == (worker + 1) * window);
+  }
+  const TableSnapshot before = partition->Snapshot().table;
+  const uint64_t version = partition->version();
+  TestPush fourth = RandomPush(rng, 3, 1);
+  fourth.slices = 1;
+  absl::StatusOr<PushOutcome> refused = SendShuffled(*partition, fourth, rng);
+  REQUIRE(refused.status().code() == absl::StatusCode::kResourceExhausted);
+  REQUIRE_THAT(std::string(refused.status().message()),
+               Catch::Contains("nothing of this push was applied"));
+  REQUIRE(partition->version() == version);
+  REQUIRE(partition->Snapshot().table == before);
+  REQUIRE(budget.used(BudgetUse::kWorkerState) == 3 * window);
+  // Seq 0 (a client that does not dedup) needs no window.
+  fourth.origin.seq = 0;
+  REQUIRE(SendShuffled(*partition, fourth, rng).ok());
+  // Dropping the table part gives every window's charge back.
+  partition.reset();
+  REQUIRE(budget.used(BudgetUse::kWorkerState) == 0);
 }
 
 }  // namespace
