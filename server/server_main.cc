@@ -19,6 +19,7 @@
 #include "common/logging.h"
 #include "common/malloc_tuning.h"
 #include "common/port_file.h"
+#include "common/process_flags.h"
 #include "common/transport_security.h"
 #include "server/cluster_config.h"
 #include "server/cluster_file.h"
@@ -140,16 +141,6 @@ ABSL_FLAG(int64_t, checkpoint_restore_step, -1,
 ABSL_FLAG(bool, start_empty, false,
           "With --checkpoint_dir holding no valid checkpoint: start with no "
           "tables (a shard's first start) instead of refusing.");
-ABSL_FLAG(int, metrics_port, -1,
-          "Serve Prometheus /metrics, /healthz and /readyz on this port; -1: "
-          "off, 0: any free port (see --metrics_port_file).");
-ABSL_FLAG(std::string, metrics_host, "127.0.0.1",
-          "Address the metrics endpoint listens on.");
-ABSL_FLAG(std::string, metrics_port_file, "",
-          "Once serving metrics, write their port to this file.");
-ABSL_FLAG(std::string, log_level, "info",
-          "Least severe level logged: trace, debug, info, warn, error, "
-          "critical or off (case-insensitive)");
 
 namespace {
 

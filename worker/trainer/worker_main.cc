@@ -26,6 +26,7 @@
 #include "common/metrics.h"
 #include "common/metrics_http.h"
 #include "common/port_file.h"
+#include "common/process_flags.h"
 #include "common/status_macros.h"
 #include "server/cluster_config.h"
 #include "spdlog/spdlog.h"
@@ -143,16 +144,6 @@ ABSL_FLAG(uint32_t, sparse_admit_after, 0,
 ABSL_FLAG(double, sparse_admit_probability, 1.0,
           "ctr: admit a key's row with this probability per sighting, the "
           "same keys on every run and shard layout (1 = always)");
-ABSL_FLAG(int, metrics_port, -1,
-          "Serve Prometheus /metrics, /healthz and /readyz on this port while "
-          "training; -1: off, 0: any free port (see --metrics_port_file).");
-ABSL_FLAG(std::string, metrics_host, "127.0.0.1",
-          "Address the metrics endpoint listens on.");
-ABSL_FLAG(std::string, metrics_port_file, "",
-          "Once serving metrics, write their port to this file.");
-ABSL_FLAG(std::string, log_level, "info",
-          "Least severe level logged: trace, debug, info, warn, error, "
-          "critical or off (case-insensitive)");
 
 namespace taups::trainer {
 namespace {
