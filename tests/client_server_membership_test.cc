@@ -14,6 +14,7 @@
 #include "spdlog/spdlog.h"
 #include "taups/client.h"
 #include "tests/inproc_cluster.h"
+#include "worker/src/client_events.h"
 #include "worker/src/grpc_client.h"
 
 namespace taups {
@@ -277,6 +278,12 @@ TEST_CASE("a shard that never answers heartbeats delays none to the others") {
   const size_t hung = hanging.beats().size();
   REQUIRE(hung >= 3);
   REQUIRE(hung <= beats.size() + 1);
+  // Each of those was cut off at its deadline and counted as failed; the
+  // answering shard's were (nearly all) not.
+  const std::optional<ClientEvents> events = EventsOf(*client);
+  REQUIRE(events.has_value());
+  CHECK(events->heartbeat_failures[1] >= 2);
+  CHECK(events->heartbeat_failures[0] < events->heartbeat_failures[1]);
   client.reset();
 }
 

@@ -331,6 +331,9 @@ TEST_CASE("a worker's /metrics counts the shard restart it rode through and its 
   CHECK(after.at("taups_worker_shard_restarts_total{shard=\"1\"}") == 1);
   CHECK(after.at("taups_worker_shard_restarts_total{shard=\"0\"}") == 0);
   CHECK(SumOf(after, "taups_worker_rpc_retries_total") >= 1);
+  // Its series exists per shard (heartbeats every lease/4 may all miss a
+  // 500 ms outage; client_server_membership_test counts real failures).
+  CHECK(after.count("taups_worker_heartbeat_failures_total{shard=\"1\"}") == 1);
   worker.Stop();
   for (int s = 0; s < 2; ++s) REQUIRE(shards[s].process->Stop() == std::optional<int>(0));
 }

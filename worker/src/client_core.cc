@@ -59,11 +59,13 @@ ClientCore::ClientCore(const ClientOptions& options,
       restarts_(new std::atomic<uint64_t>[shards_.size()]),
       registrations_(new std::atomic<uint64_t>[shards_.size()]),
       redos_(new std::atomic<uint64_t>[shards_.size()]),
+      heartbeat_failures_(new std::atomic<uint64_t>[shards_.size()]),
       leases_(new ShardLease[shards_.size()]),
       ownership_(std::make_shared<const OwnershipMap>(
           OwnershipMap::Initial(static_cast<uint32_t>(shards_.size())))) {
   for (size_t s = 0; s < shards_.size(); ++s) {
     incarnations_[s] = restarts_[s] = registrations_[s] = redos_[s] = 0;
+    heartbeat_failures_[s] = 0;
   }
 }
 
@@ -118,6 +120,7 @@ ClientEvents ClientCore::Events() const {
   for (size_t s = 0; s < shards_.size(); ++s) {
     events.shard_restarts.push_back(restarts_[s].load());
     events.push_redos.push_back(redos_[s].load());
+    events.heartbeat_failures.push_back(heartbeat_failures_[s].load());
   }
   events.retries = retries_.Counts();
   return events;

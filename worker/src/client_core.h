@@ -390,6 +390,8 @@ class ClientCore final : public Client {
   // Per shard: successful registrations, and push parts redone.
   std::unique_ptr<std::atomic<uint64_t>[]> registrations_;
   std::unique_ptr<std::atomic<uint64_t>[]> redos_;
+  // Per shard: heartbeats that failed (the shard was down, slow or refused).
+  std::unique_ptr<std::atomic<uint64_t>[]> heartbeat_failures_;
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> clock_{0};
   mutable absl::Mutex clock_mu_;  // a leaf lock

@@ -52,6 +52,10 @@ struct ClientEvents {
   // the shard did not know the worker, and sent again (registered again
   // first) with a fresh seq; at most once per push and shard.
   std::vector<uint64_t> push_redos;
+  // Indexed by shard: heartbeats that failed (each is one attempt; the next
+  // round sends a fresh one), so a shard that is down or hung shows here
+  // before any push needs it.
+  std::vector<uint64_t> heartbeat_failures;
 
   uint64_t total_restarts() const {
     uint64_t total = 0;

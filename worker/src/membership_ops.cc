@@ -126,6 +126,7 @@ void ClientCore::RenewAsync(uint32_t shard, std::function<void()> done,
           const absl::Status& status, v1::HeartbeatResponse* response) {
         if (status.ok()) NoteIncarnation(shard, response->server_incarnation());
         if (!status.ok()) {
+          heartbeat_failures_[shard].fetch_add(1);
           LogRateLimited(DefaultLogRateLimiter(), spdlog::level::warn,
                          absl::StrCat("heartbeat to shard ", shard, " failed"),
                          "heartbeat to shard {} failed: {}", shard,

@@ -154,6 +154,14 @@ void WorkerMetrics::WriteClientEvents(MetricsWriter& out) const {
                 {{"shard", absl::StrCat(s)}},
                 static_cast<double>(events->push_redos[s]));
   }
+  for (size_t s = 0; s < events->heartbeat_failures.size(); ++s) {
+    out.Counter("taups_worker_heartbeat_failures_total",
+                "Heartbeats to this shard that failed (down, hung past the "
+                "heartbeat's deadline, or refused); the next round sends a "
+                "fresh one.",
+                {{"shard", absl::StrCat(s)}},
+                static_cast<double>(events->heartbeat_failures[s]));
+  }
   // The data calls' series exist from the start (at 0); any other retried
   // call joins them once it retried.
   std::map<std::pair<Rpc, absl::StatusCode>, uint64_t> retries;

@@ -23,6 +23,8 @@
 //   taups_worker_push_redos_total{shard} (push parts that shard refused
 //                                 for not knowing the worker, redone with a
 //                                 fresh seq after registering again) counter
+//   taups_worker_heartbeat_failures_total{shard} (heartbeats that failed:
+//                                 the shard down, hung or refusing) counter
 //   taups_worker_rpc_retries_total{method,reason=unavailable|
 //                                 deadline_exceeded} (attempts sent again;
 //                                 the four data calls' unavailable series
