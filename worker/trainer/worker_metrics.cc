@@ -139,28 +139,31 @@ void WorkerMetrics::Write(MetricsWriter& out) const {
 void WorkerMetrics::WriteClientEvents(MetricsWriter& out) const {
   const std::optional<ClientEvents> events = EventsOf(*client_);
   if (!events.has_value()) return;
-  for (size_t s = 0; s < events->shard_restarts.size(); ++s) {
-    out.Counter("taups_worker_shard_restarts_total",
-                "Shard restarts this worker rode through (a shard answering "
-                "with a new incarnation).",
-                {{"shard", absl::StrCat(s)}},
-                static_cast<double>(events->shard_restarts[s]));
-  }
-  for (size_t s = 0; s < events->push_redos.size(); ++s) {
-    out.Counter("taups_worker_push_redos_total",
-                "Pushes whose part for this shard it refused for not knowing "
-                "the worker (restarted, or the lease ran out), sent again with "
-                "a fresh seq after registering again.",
-                {{"shard", absl::StrCat(s)}},
-                static_cast<double>(events->push_redos[s]));
-  }
-  for (size_t s = 0; s < events->heartbeat_failures.size(); ++s) {
-    out.Counter("taups_worker_heartbeat_failures_total",
-                "Heartbeats to this shard that failed (down, hung past the "
-                "heartbeat's deadline, or refused); the next round sends a "
-                "fresh one.",
-                {{"shard", absl::StrCat(s)}},
-                static_cast<double>(events->heartbeat_failures[s]));
+  // Counters kept per shard, one series each labelled with the shard.
+  const struct {
+    const char* name;
+    const char* help;
+    const std::vector<uint64_t>* by_shard;
+  } per_shard[] = {
+      {"taups_worker_shard_restarts_total",
+       "Shard restarts this worker rode through (a shard answering with a "
+       "new incarnation).",
+       &events->shard_restarts},
+      {"taups_worker_push_redos_total",
+       "Pushes whose part for this shard it refused for not knowing the "
+       "worker (restarted, or the lease ran out), sent again with a fresh "
+       "seq after registering again.",
+       &events->push_redos},
+      {"taups_worker_heartbeat_failures_total",
+       "Heartbeats to this shard that failed (down, hung past the "
+       "heartbeat's deadline, or refused); the next round sends a fresh one.",
+       &events->heartbeat_failures},
+  };
+  for (const auto& series : per_shard) {
+    for (size_t s = 0; s < series.by_shard->size(); ++s) {
+      out.Counter(series.name, series.help, {{"shard", absl::StrCat(s)}},
+                  static_cast<double>((*series.by_shard)[s]));
+    }
   }
   // The data calls' series exist from the start (at 0); any other retried
   // call joins them once it retried.
