@@ -361,10 +361,17 @@ TEST_CASE("ps_server refuses bad TLS and auth settings naming the flag") {
                 "--port_file=" + dir.path() + "/open.port"},
                dir.path() + "/open.log");
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (!absl::StrContains(open.Output(), "serving on port") &&
-         absl::Now() < deadline) {
+  // The transport line follows "serving on port": wait for both, or the
+  // check can read the log between the two lines.
+  auto started = [&open] {
+    const std::string log = open.Output();
+    return absl::StrContains(log, "serving on port") &&
+           absl::StrContains(log, "transport:");
+  };
+  while (!started() && absl::Now() < deadline) {
     REQUIRE_FALSE(open.Wait(absl::Milliseconds(20)).has_value());
   }
+  INFO(open.Output());
   CHECK(absl::StrContains(open.Output(), "transport: INSECURE plaintext"));
   CHECK(open.Stop() == 0);
 }
