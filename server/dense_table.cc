@@ -1,6 +1,7 @@
 #include "server/dense_table.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,17 @@ namespace {
 void AddScaled(float* __restrict dst, const float* __restrict src, size_t n,
                float scale) {
   for (size_t i = 0; i < n; ++i) dst[i] += scale * src[i];
+}
+
+// DC-ASGD's gradient: out[i] = g[i] + lambda * g[i]^2 * (w[i] - pulled[i]),
+// w being the values now and `pulled` what the pusher last pulled.
+void Compensate(const float* g, const float* w, const float* pulled, size_t n,
+                float lambda, std::vector<float>* out) {
+  out->resize(n);
+  float* dst = out->data();
+  for (size_t i = 0; i < n; ++i) {
+    dst[i] = g[i] + lambda * g[i] * g[i] * (w[i] - pulled[i]);
+  }
 }
 
 // Sum of gradients over this shard's range.
@@ -97,6 +109,38 @@ void DenseTable::ForEachBlock(uint64_t begin, uint64_t end, Fn&& fn) const {
   }
 }
 
+void DenseTable::SetApplyPool(ApplyPool* pool, uint64_t min_parallel,
+                              uint64_t chunk) {
+  pool_set_ = true;
+  pool_ = pool;
+  parallel_min_ = std::max<uint64_t>(min_parallel, 1);
+  chunk_ = std::max<uint64_t>(chunk, 1);
+}
+
+void DenseTable::ForEachRun(
+    uint64_t begin, uint64_t n,
+    absl::FunctionRef<void(uint64_t, uint64_t)> fn) const {
+  const uint64_t end = begin + n;
+  ApplyPool* pool = nullptr;
+  if (n >= parallel_min_ && n > chunk_) {
+    pool = pool_set_ ? pool_ : &ApplyPool::Shared();
+  }
+  if (pool == nullptr || pool->threads() < 2) {
+    fn(begin, end);
+    return;
+  }
+  // Runs end on multiples of chunk_ (of the part's local offsets), so with
+  // the default chunk every run covers whole lock blocks and no two runs
+  // share a block's lock.
+  const uint64_t first_end = std::min(end, (begin / chunk_ + 1) * chunk_);
+  const uint64_t runs = 1 + (end - first_end + chunk_ - 1) / chunk_;
+  pool->Run(runs, [&](size_t run) {
+    const uint64_t b = run == 0 ? begin : first_end + (run - 1) * chunk_;
+    const uint64_t e = run == 0 ? first_end : std::min(end, b + chunk_);
+    fn(b, e);
+  });
+}
+
 void DenseTable::Pull(uint64_t offset, absl::Span<float> out, uint32_t worker) {
   const uint64_t local = offset - range_.begin;
   float* backup = nullptr;
@@ -106,32 +150,32 @@ void DenseTable::Pull(uint64_t offset, absl::Span<float> out, uint32_t worker) {
     if (!slot) slot = std::make_unique<std::vector<float>>(range_.size());
     backup = slot->data();
   }
-  ForEachBlock(local, local + out.size(), [&](uint64_t b, uint64_t e) {
-    std::memcpy(out.data() + (b - local), values_.data() + b,
-                (e - b) * sizeof(float));
-    if (backup != nullptr) {
-      std::memcpy(backup + b, values_.data() + b, (e - b) * sizeof(float));
-    }
+  ForEachRun(local, out.size(), [&](uint64_t run_begin, uint64_t run_end) {
+    ForEachBlock(run_begin, run_end, [&](uint64_t b, uint64_t e) {
+      std::memcpy(out.data() + (b - local), values_.data() + b,
+                  (e - b) * sizeof(float));
+      if (backup != nullptr) {
+        std::memcpy(backup + b, values_.data() + b, (e - b) * sizeof(float));
+      }
+    });
   });
 }
 
 void DenseTable::ApplyLocal(uint64_t local, absl::Span<const float> gradient,
                             float lr_factor, const float* backup) {
   const float lambda = dc_lambda_;
-  std::vector<float> compensated;
-  ForEachBlock(local, local + gradient.size(), [&](uint64_t b, uint64_t e) {
-    const float* g = gradient.data() + (b - local);
-    if (backup != nullptr) {
-      // DC-ASGD: g + lambda * g * g * (theta_now - theta_pulled)
-      compensated.resize(e - b);
-      for (uint64_t i = b; i < e; ++i) {
-        const float gi = g[i - b];
-        compensated[i - b] = gi + lambda * gi * gi * (values_[i] - backup[i]);
+  ForEachRun(local, gradient.size(), [&](uint64_t run_begin, uint64_t run_end) {
+    std::vector<float> compensated;  // one per run: runs are concurrent
+    ForEachBlock(run_begin, run_end, [&](uint64_t b, uint64_t e) {
+      const float* g = gradient.data() + (b - local);
+      if (backup != nullptr) {
+        Compensate(g, values_.data() + b, backup + b, e - b, lambda,
+                   &compensated);
+        g = compensated.data();
       }
-      g = compensated.data();
-    }
-    optimizer_->Apply(values_.data() + b, state_.data() + b * state_width_, g,
-                      e - b, lr_factor);
+      optimizer_->Apply(values_.data() + b, state_.data() + b * state_width_,
+                        g, e - b, lr_factor);
+    });
   });
 }
 
@@ -157,29 +201,33 @@ bool DenseTable::LocalStaysFinite(uint64_t local,
     if (optimizer_->StepAlwaysFinite(max_abs, lr_factor)) return true;
   }
   const float lambda = dc_lambda_;
-  std::vector<float> compensated;
-  bool finite = true;
-  ForEachBlock(local, local + gradient.size(), [&](uint64_t b, uint64_t e) {
-    if (!finite) return;
-    const float* g = gradient.data() + (b - local);
-    if (backup != nullptr) {
-      compensated.resize(e - b);
-      for (uint64_t i = b; i < e; ++i) {
-        const float gi = g[i - b];
-        compensated[i - b] = gi + lambda * gi * gi * (values_[i] - backup[i]);
+  // Cleared by the first run that finds a value that would not be finite;
+  // the others then stop early. The answer does not depend on the cut:
+  // StaysFinite is exact (a proof, else a trial on copies).
+  std::atomic<bool> finite{true};
+  ForEachRun(local, gradient.size(), [&](uint64_t run_begin, uint64_t run_end) {
+    std::vector<float> compensated;
+    ForEachBlock(run_begin, run_end, [&](uint64_t b, uint64_t e) {
+      if (!finite.load(std::memory_order_relaxed)) return;
+      const float* g = gradient.data() + (b - local);
+      if (backup != nullptr) {
+        Compensate(g, values_.data() + b, backup + b, e - b, lambda,
+                   &compensated);
+        if (!AllFinite(compensated)) {
+          finite.store(false, std::memory_order_relaxed);
+          return;
+        }
+        g = compensated.data();
       }
-      if (!AllFinite(compensated)) {
-        finite = false;
-        return;
+      if (!optimizer_->StaysFinite(values_.data() + b,
+                                   state_.data() + b * state_width_, g, e - b,
+                                   lr_factor,
+                                   backup == nullptr ? max_abs : -1.0f)) {
+        finite.store(false, std::memory_order_relaxed);
       }
-      g = compensated.data();
-    }
-    finite = optimizer_->StaysFinite(values_.data() + b,
-                                     state_.data() + b * state_width_, g,
-                                     e - b, lr_factor,
-                                     backup == nullptr ? max_abs : -1.0f);
+    });
   });
-  return finite;
+  return finite.load();
 }
 
 bool DenseTable::UpdateStaysFinite(const GradientPart& part, float lr_factor,

@@ -7,6 +7,13 @@
 // atomically; across blocks it may mix in a push that is being applied (the
 // usual asynchronous-SGD read).
 //
+// A large apply, finite check or pull (at least min_parallel elements) is cut
+// into runs of `chunk` elements shared by the cores of an ApplyPool (the
+// process's shared one unless SetApplyPool says otherwise). The caller's
+// lock (the partition's) is held throughout, so the order and atomicity of
+// pushes are unchanged, and since every rule is element-wise the result is
+// the same bits as one serial pass.
+//
 // Delay compensation (DC-ASGD) keeps, per worker, a copy of what that worker
 // last pulled from this shard: memory grows by range.size() floats for every
 // worker that pulls a DC table.
@@ -22,6 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/shard_map.h"
+#include "server/apply_pool.h"
 #include "server/optimizer.h"
 #include "server/table.h"
 #include "taups/table_config.h"
@@ -33,7 +41,16 @@ class DenseTable final : public Table {
   // Elements per lock block.
   static constexpr uint64_t kBlockSize = 64 * 1024;
 
+  // Below this many elements a call runs on the calling thread alone.
+  static constexpr uint64_t kParallelMin = uint64_t{1} << 18;  // 1 MiB
+
   DenseTable(const TableConfig& config, Range range);
+
+  // Which pool large calls use (null: none, always serial), from how many
+  // elements, cut into runs of how many (tests use small figures). Call
+  // before the table is shared between threads; `pool` must outlive it.
+  void SetApplyPool(ApplyPool* pool, uint64_t min_parallel = kParallelMin,
+                    uint64_t chunk = kBlockSize);
 
   const TableConfig& config() const override { return config_; }
   Range range() const { return range_; }
@@ -68,6 +85,11 @@ class DenseTable final : public Table {
   // local element range [begin, end), holding the block's lock.
   template <typename Fn>
   void ForEachBlock(uint64_t begin, uint64_t end, Fn&& fn) const;
+  // Calls fn(begin, end) on runs covering the local range [begin, begin +
+  // n): one run on this thread when it is small, else runs of chunk_
+  // elements on the pool's cores, concurrently. Returns when all are done.
+  void ForEachRun(uint64_t begin, uint64_t n,
+                  absl::FunctionRef<void(uint64_t, uint64_t)> fn) const;
   void ApplyLocal(uint64_t local, absl::Span<const float> gradient,
                   float lr_factor, const float* backup);
   bool LocalStaysFinite(uint64_t local, absl::Span<const float> gradient,
@@ -80,6 +102,10 @@ class DenseTable final : public Table {
   const Range range_;
   const std::unique_ptr<Optimizer> optimizer_;
   const int state_width_;
+  bool pool_set_ = false;  // false: ApplyPool::Shared(), made on first use
+  ApplyPool* pool_ = nullptr;
+  uint64_t parallel_min_ = kParallelMin;
+  uint64_t chunk_ = kBlockSize;
   std::unique_ptr<Block[]> blocks_;
   // values_[i] is global element range_.begin + i; guarded by
   // blocks_[i / kBlockSize].mu, as is state_[i * state_width_ + k].

@@ -1,0 +1,213 @@
+// DenseTable's parallel apply (ApplyPool): a push, a step buffer and a pull
+// cut into runs on several cores give the same bits as the serial pass, for
+// every optimizer rule with and without delay compensation, on odd sizes;
+// and a push whose last run would leave a non-finite value is refused whole
+// by the shard, with nothing of it applied anywhere.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/apply_pool.h"
+#include "server/dense_table.h"
+#include "server/parameter_store.h"
+
+namespace taups {
+namespace {
+
+TableConfig Config(OptimizerKind kind, uint64_t size, bool dc) {
+  TableConfig config = TableConfig::Dense("w", size);
+  config.optimizer.kind = kind;
+  config.optimizer.learning_rate = 0.05f;
+  config.initializer.kind = InitializerKind::kUniform;
+  config.initializer.scale = 0.5f;
+  config.staleness.delay_compensation = dc;
+  config.staleness.delay_compensation_lambda = 0.3f;
+  return config;
+}
+
+std::vector<float> Gradient(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<float> g(n);
+  for (float& v : g) v = dist(rng);
+  return g;
+}
+
+// Bit-for-bit equality (a NaN equals itself, -0 differs from +0).
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+}
+
+bool SameTable(const DenseTable& a, const DenseTable& b) {
+  const TableSnapshot x = a.Export();
+  const TableSnapshot y = b.Export();
+  return SameBits(x.values, y.values) && SameBits(x.state, y.state);
+}
+
+GradientPart Part(uint64_t offset, const std::vector<float>& g) {
+  GradientPart part;
+  part.offset = offset;
+  part.values = g;
+  return part;
+}
+
+// The same calls on `serial` and `parallel`, compared after each.
+void RunBoth(DenseTable& serial, DenseTable& parallel, uint64_t n) {
+  const Range range{0, n};
+  std::vector<float> pulled_s(n), pulled_p(n);
+  serial.Pull(0, absl::MakeSpan(pulled_s), 1);
+  parallel.Pull(0, absl::MakeSpan(pulled_p), 1);
+  REQUIRE(SameBits(pulled_s, pulled_p));
+  // Whole range, twice (Adam's shared-step path), by worker 1 whose pull
+  // the delay compensation reads.
+  for (uint32_t round = 0; round < 2; ++round) {
+    const std::vector<float> g = Gradient(n, 11 + round);
+    const GradientPart part = Part(0, g);
+    REQUIRE(serial.UpdateStaysFinite(part, 0.75f, 1) ==
+            parallel.UpdateStaysFinite(part, 0.75f, 1));
+    serial.Apply(part, 0.75f, 1);
+    parallel.Apply(part, 0.75f, 1);
+    REQUIRE(SameTable(serial, parallel));
+  }
+  // A tail starting off any run boundary: afterwards Adam's step counts
+  // differ within runs (its per-element path).
+  const uint64_t from = n / 3;
+  const std::vector<float> tail = Gradient(n - from, 29);
+  serial.Apply(Part(range.begin + from, tail), 1.0f, 2);
+  parallel.Apply(Part(range.begin + from, tail), 1.0f, 2);
+  REQUIRE(SameTable(serial, parallel));
+  // A sync step's buffer, applied as a mean.
+  std::unique_ptr<StepBuffer> bs = serial.NewBuffer();
+  std::unique_ptr<StepBuffer> bp = parallel.NewBuffer();
+  const std::vector<float> g1 = Gradient(n, 41), g2 = Gradient(n, 43);
+  for (StepBuffer* b : {bs.get(), bp.get()}) {
+    b->Add(Part(0, g1), 1.0f);
+    b->Add(Part(0, g2), 1.0f);
+  }
+  REQUIRE(serial.BufferStaysFinite(*bs, 0.5f, 1.0f) ==
+          parallel.BufferStaysFinite(*bp, 0.5f, 1.0f));
+  serial.ApplyBuffer(*bs, 0.5f, 1.0f);
+  parallel.ApplyBuffer(*bp, 0.5f, 1.0f);
+  REQUIRE(SameTable(serial, parallel));
+  serial.Pull(0, absl::MakeSpan(pulled_s), 1);
+  parallel.Pull(0, absl::MakeSpan(pulled_p), 1);
+  REQUIRE(SameBits(pulled_s, pulled_p));
+}
+
+TEST_CASE("a parallel apply gives the serial apply's bits for every rule") {
+  ApplyPool pool(4);
+  const OptimizerKind kinds[] = {OptimizerKind::kSgd, OptimizerKind::kAdagrad,
+                                 OptimizerKind::kMomentum, OptimizerKind::kAdam,
+                                 OptimizerKind::kFtrl};
+  const uint64_t sizes[] = {1, 7, 1023, (uint64_t{1} << 20) + 3};
+  for (OptimizerKind kind : kinds) {
+    for (bool dc : {false, true}) {
+      for (uint64_t n : sizes) {
+        SECTION(absl::StrCat("rule ", static_cast<int>(kind), " dc ", dc,
+                             " n ", n)) {
+          const TableConfig config = Config(kind, n, dc);
+          DenseTable serial(config, Range{0, n});
+          serial.SetApplyPool(nullptr);
+          DenseTable parallel(config, Range{0, n});
+          // Small tables: runs of 3 elements (odd, across lock blocks'
+          // insides); the large one: the shard's own cut (whole blocks).
+          if (n < DenseTable::kParallelMin) {
+            parallel.SetApplyPool(&pool, 1, 3);
+          } else {
+            parallel.SetApplyPool(&pool);
+          }
+          RunBoth(serial, parallel, n);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the pool runs every task once, with concurrent callers") {
+  ApplyPool pool(3);
+  REQUIRE(pool.threads() == 3);
+  constexpr size_t kTasks = 1000;
+  std::vector<std::atomic<int>> seen_a(kTasks), seen_b(kTasks);
+  std::thread other([&] {
+    for (int r = 0; r < 50; ++r) pool.Run(kTasks, [&](size_t i) { ++seen_b[i]; });
+  });
+  for (int r = 0; r < 50; ++r) pool.Run(kTasks, [&](size_t i) { ++seen_a[i]; });
+  other.join();
+  for (size_t i = 0; i < kTasks; ++i) {
+    REQUIRE(seen_a[i].load() == 50);
+    REQUIRE(seen_b[i].load() == 50);
+  }
+  ApplyPool serial(0);
+  REQUIRE(serial.threads() == 1);
+  int calls = 0;
+  serial.Run(5, [&](size_t) { ++calls; });
+  REQUIRE(calls == 5);
+}
+
+PushMeta Meta(uint64_t seq, uint64_t base_version) {
+  PushMeta meta;
+  meta.origin = PushOrigin{0, 1, seq};
+  meta.base_version = base_version;
+  return meta;
+}
+
+std::vector<float> PullAll(ParameterStore& store, uint64_t n) {
+  std::vector<float> out(n);
+  REQUIRE(store.PullDense("w", 0, absl::MakeSpan(out)).ok());
+  return out;
+}
+
+TEST_CASE("a push that would overflow in its last run is refused whole") {
+  // This binary's shared pool, which the store's tables use: 4 cores.
+  ApplyPool::SetSharedThreads(4);  // false once made, by an earlier section
+  const uint64_t n = (uint64_t{1} << 20) + 3;
+  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kMomentum}) {
+    SECTION(absl::StrCat("rule ", static_cast<int>(kind))) {
+      TableConfig config = TableConfig::Dense("w", n);
+      config.optimizer.kind = kind;
+      config.optimizer.learning_rate = 1.0f;
+      ParameterStore store(0, 1), reference(0, 1);
+      bool created = false;
+      REQUIRE(store.CreateTable(config, true, &created).ok());
+      REQUIRE(reference.CreateTable(config, true, &created).ok());
+      // w[last] = -3e38 (and Momentum's v[last] = 3e38): finite.
+      std::vector<float> g(n, 0.25f);
+      g[n - 1] = 3e38f;
+      REQUIRE(store.PushDense("w", 0, g, Meta(1, 0)).ok());
+      REQUIRE(reference.PushDense("w", 0, g, Meta(1, 0)).ok());
+      REQUIRE(ApplyPool::Shared().threads() == 4);
+      const std::vector<float> before = PullAll(store, n);
+      REQUIRE(std::isfinite(before[n - 1]));
+
+      // A NaN in the last run of the gradient.
+      std::vector<float> nan_g(n, 1.0f);
+      nan_g[n - 1] = std::numeric_limits<float>::quiet_NaN();
+      auto nan_push = store.PushDense("w", 0, nan_g, Meta(2, 1));
+      REQUIRE(nan_push.status().code() == absl::StatusCode::kInvalidArgument);
+      // Finite values whose update overflows in the last run only.
+      auto overflow = store.PushDense("w", 0, g, Meta(3, 1));
+      REQUIRE(overflow.status().code() == absl::StatusCode::kInvalidArgument);
+      REQUIRE(SameBits(PullAll(store, n), before));
+      REQUIRE(store.GetTable("w")->version == 1);
+      // Nothing of the optimizer state moved either: the next push lands
+      // where it lands on a shard that never saw the refused ones.
+      std::vector<float> next = Gradient(n, 5);
+      next[n - 1] = -3e38f;  // brings w (and v) back towards 0
+      REQUIRE(store.PushDense("w", 0, next, Meta(4, 1)).ok());
+      REQUIRE(reference.PushDense("w", 0, next, Meta(2, 1)).ok());
+      REQUIRE(SameBits(PullAll(store, n), PullAll(reference, n)));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace taups
