@@ -6,7 +6,11 @@
 #
 # The benchmark defaults to `throughput_bench --sections=dense,sparse
 # --format=markdown`; name another binary of build/bin and its flags after
-# `--`. Each commit is checked out into its own git worktree under
+# `--`. A benchmark named by a path (it contains a `/`, e.g.
+# bench/end_to_end_run.py or bench/ctr_prefetch.sh) is a script of the
+# working tree, the same file for both commits: it is run with the commit's
+# bin directory as its first argument, and only $TAUPS_COMPARE_TARGETS are
+# built for it. Each commit is checked out into its own git worktree under
 # $TAUPS_COMPARE_DIR (default: .cache/compare, ignored by git) and built
 # there (RelWithDebInfo, no tests; ccache shares objects between them).
 # Runs alternate BASE, HEAD, BASE, ... $TAUPS_COMPARE_ROUNDS times (default
@@ -42,6 +46,12 @@ mkdir -p "$work/results"
 base_sha="$(git -C "$repo" rev-parse --verify "$base_ref^{commit}")" || die "unknown commit $base_ref"
 head_sha="$(git -C "$repo" rev-parse --verify "$head_ref^{commit}")" || die "unknown commit $head_ref"
 
+script=""
+if [[ "${bench[0]}" == */* ]]; then
+  script="$(cd "$(dirname "${bench[0]}")" && pwd)/$(basename "${bench[0]}")"
+  [[ -x "$script" ]] || die "${bench[0]} is not an executable script"
+fi
+
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$work}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 
 build() {  # build <sha> -> prints the bin dir
@@ -52,8 +62,10 @@ build() {  # build <sha> -> prints the bin dir
   cmake -S "$tree" -B "$tree/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DTAUPS_BUILD_TESTS=OFF -DTAUPS_WITH_CUDA=OFF >"$work/results/configure-${sha:0:12}.log" 2>&1 ||
     die "configure of ${sha:0:12} failed: $work/results/configure-${sha:0:12}.log"
+  local bench_target="${bench[0]}"
+  [[ -z "$script" ]] || bench_target=""
   # shellcheck disable=SC2086  # the targets are a space-separated list
-  cmake --build "$tree/build" -j "$jobs" --target "${bench[0]}" $targets \
+  cmake --build "$tree/build" -j "$jobs" --target $bench_target $targets \
     >"$work/results/build-${sha:0:12}.log" 2>&1 ||
     die "build of ${sha:0:12} failed: $work/results/build-${sha:0:12}.log"
   echo "$tree/build/bin"
@@ -69,7 +81,11 @@ for ((r = 1; r <= rounds; ++r)); do
     if [[ $side == BASE ]]; then bin="$base_bin" sha="$base_sha"; else bin="$head_bin" sha="$head_sha"; fi
     out="$work/results/$stamp-round$r-$side-${sha:0:12}.txt"
     echo "compare_commits: round $r/$rounds $side ${sha:0:12}: ${bench[*]}" >&2
-    "$bin/${bench[0]}" "${bench[@]:1}" >"$out"
+    if [[ -n "$script" ]]; then
+      "$script" "$bin" "${bench[@]:1}" >"$out"
+    else
+      "$bin/${bench[0]}" "${bench[@]:1}" >"$out"
+    fi
     printf '\n### round %d, %s (%s)\n\n' "$r" "$side" "${sha:0:12}"
     cat "$out"
   done
