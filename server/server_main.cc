@@ -21,6 +21,7 @@
 #include "common/port_file.h"
 #include "common/process_flags.h"
 #include "common/transport_security.h"
+#include "server/apply_pool.h"
 #include "server/cluster_config.h"
 #include "server/cluster_file.h"
 #include "server/limits.h"
@@ -138,6 +139,11 @@ ABSL_FLAG(int64_t, checkpoint_restore_step, -1,
           "Restore the newest checkpoint of this sync step (give every shard "
           "the same step to restore one model of all shards); -1: the newest "
           "checkpoint.");
+ABSL_FLAG(int, apply_threads, 0,
+          "Cores that share the apply of one large dense push, its finite "
+          "check and a large pull (1 MiB of floats or more); the calls still "
+          "apply one at a time in their order. 0: min(hardware threads, 4); "
+          "1: every apply on the thread that received it.");
 ABSL_FLAG(bool, start_empty, false,
           "With --checkpoint_dir holding no valid checkpoint: start with no "
           "tables (a shard's first start) instead of refusing.");
@@ -182,6 +188,7 @@ constexpr taups::FlagRange kFlagRanges[] = {
     {"max_waiting_per_worker", 1, taups::ServerLimits::kMaxWaitingCalls},
     {"max_waiting_calls", 1, taups::ServerLimits::kMaxWaitingCalls},
     {"max_wait_s", 0, 86400, /*min_open=*/true},
+    {"apply_threads", 0, 64},
 };
 
 // The limits the flags ask for; the caller validates them (Start does).
@@ -348,6 +355,7 @@ int main(int argc, char** argv) {
         ": the default lease must be one a worker may ask for")));
   }
   options.limits = LimitsFromFlags();
+  taups::ApplyPool::SetSharedThreads(absl::GetFlag(FLAGS_apply_threads));
   if (absl::Status s = options.limits.Validate(); !s.ok()) return FailFlags(s);
   spdlog::info("memory budget {} MiB{}, at most {} MiB per table",
                options.limits.memory_budget_bytes >> 20,
