@@ -1,9 +1,13 @@
 // store_push_bench: the shard's push path without the network, CPU time per
 // call: ParameterStore::PushDense of a 16 MiB gradient in 1 MiB slices (as
-// the client cuts it) and PushSparse of 65,536 distinct uniform keys x 16
-// (rows created by a pull first), next to a memcpy of the same bytes.
+// the client cuts it) and in one slice, PullDense of the 16 MiB, and
+// PushSparse of 65,536 distinct uniform keys x 16 (rows created by a pull
+// first), next to a memcpy of the same bytes; wall ms beside the CPU ms
+// (a parallel apply shows in the wall time, not the CPU time).
 //
-//   store_push_bench [calls]       # default 21; the first is not counted
+//   store_push_bench [calls] [apply_threads]
+//     calls: default 21, the first is not counted; apply_threads: the
+//     shard's --apply_threads (0 = auto; only for a tree with ApplyPool)
 //
 // It uses only ParameterStore's public calls, so the same file builds
 // against an older commit's libraries and two builds can run alternately
@@ -23,6 +27,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "common/malloc_tuning.h"
 #include "server/parameter_store.h"
+#if __has_include("server/apply_pool.h")
+#include "server/apply_pool.h"
+#define TAUPS_HAS_APPLY_POOL 1
+#endif
 
 namespace taups {
 namespace {
@@ -35,6 +43,12 @@ constexpr uint32_t kDim = 16;
 double CpuMs() {
   timespec t;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+double WallMs() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
@@ -83,9 +97,14 @@ int Run(int calls) {
   if (!store.PullSparse("emb", keys, absl::MakeSpan(rows)).ok()) return 1;
   const std::vector<float> sparse = Normal(kKeys * kDim, rng);
   uint64_t seq = 0;
-  std::vector<double> dense_ms, sparse_ms;
+  // CPU and wall ms per call of each operation.
+  constexpr int kOps = 4;
+  std::vector<double> cpu[kOps], wall[kOps];
+  std::vector<float> pulled(kDenseFloats);
   for (int call = 0; call <= calls; ++call) {
-    const double t0 = CpuMs();
+    double c[kOps + 1], w[kOps + 1];
+    c[0] = CpuMs();
+    w[0] = WallMs();
     ++seq;
     const uint64_t count = kDenseFloats / kSlices;
     for (uint32_t s = 0; s < kSlices; ++s) {
@@ -99,28 +118,45 @@ int Run(int calls) {
         return 2;
       }
     }
-    const double t1 = CpuMs();
+    c[1] = CpuMs();
+    w[1] = WallMs();
+    PushMeta whole;
+    whole.origin = PushOrigin{1, 1, ++seq};
+    if (!store.PushDense("w", 0, dense, whole).ok()) return 2;
+    c[2] = CpuMs();
+    w[2] = WallMs();
+    if (!store.PullDense("w", 0, absl::MakeSpan(pulled)).ok()) return 4;
+    c[3] = CpuMs();
+    w[3] = WallMs();
     PushMeta meta;
     meta.origin = PushOrigin{1, 1, ++seq};
     if (!store.PushSparse("emb", keys, sparse, meta).ok()) return 3;
-    const double t2 = CpuMs();
+    c[4] = CpuMs();
+    w[4] = WallMs();
     if (call > 0) {  // the first call warms the allocator and caches
-      dense_ms.push_back(t1 - t0);
-      sparse_ms.push_back(t2 - t1);
+      for (int op = 0; op < kOps; ++op) {
+        cpu[op].push_back(c[op + 1] - c[op]);
+        wall[op].push_back(w[op + 1] - w[op]);
+      }
     }
   }
   const double dense_bytes = 4.0 * kDenseFloats;
   const double sparse_bytes = (8.0 + 4.0 * kDim) * kKeys;  // key + row
-  std::printf("| op | CPU ms/call | GB/cpu-s | memcpy CPU ms | ÷ memcpy |\n");
-  std::printf("|:--|--:|--:|--:|--:|\n");
   const double dense_copy = MemcpyMs(static_cast<size_t>(dense_bytes), calls);
   const double sparse_copy = MemcpyMs(static_cast<size_t>(sparse_bytes), calls);
-  std::printf("| PushDense 16 MiB (16 slices) | %.2f | %.3f | %.2f | %.3f× |\n",
-              Median(dense_ms), dense_bytes / Median(dense_ms) / 1e6,
-              dense_copy, dense_copy / Median(dense_ms));
-  std::printf("| PushSparse 65,536 x 16 uniform | %.2f | %.3f | %.2f | %.3f× |\n",
-              Median(sparse_ms), sparse_bytes / Median(sparse_ms) / 1e6,
-              sparse_copy, sparse_copy / Median(sparse_ms));
+  std::printf("| op | CPU ms/call | wall ms/call | GB/cpu-s | memcpy CPU ms | "
+              "÷ memcpy |\n");
+  std::printf("|:--|--:|--:|--:|--:|--:|\n");
+  const char* names[kOps] = {"PushDense 16 MiB (16 slices)",
+                             "PushDense 16 MiB (1 slice)", "PullDense 16 MiB",
+                             "PushSparse 65,536 x 16 uniform"};
+  for (int op = 0; op < kOps; ++op) {
+    const double bytes = op == 3 ? sparse_bytes : dense_bytes;
+    const double copy = op == 3 ? sparse_copy : dense_copy;
+    const double ms = Median(cpu[op]);
+    std::printf("| %s | %.2f | %.2f | %.3f | %.2f | %.3f× |\n", names[op], ms,
+                Median(wall[op]), bytes / ms / 1e6, copy, copy / ms);
+  }
   return 0;
 }
 
@@ -131,8 +167,12 @@ int main(int argc, char** argv) {
   taups::KeepLargeBuffersMapped();  // as ps_server does
   const int calls = argc > 1 ? std::atoi(argv[1]) : 21;
   if (calls < 1) {
-    std::fprintf(stderr, "usage: store_push_bench [calls >= 1]\n");
+    std::fprintf(stderr, "usage: store_push_bench [calls >= 1] [apply_threads]\n");
     return 1;
   }
+#ifdef TAUPS_HAS_APPLY_POOL
+  if (argc > 2) taups::ApplyPool::SetSharedThreads(std::atoi(argv[2]));
+  std::printf("apply threads: %d\n", taups::ApplyPool::Shared().threads());
+#endif
   return taups::Run(calls);
 }
