@@ -1,5 +1,7 @@
 #include "bench/load_generator.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -208,6 +210,7 @@ absl::StatusOr<LoadResult> RunLoad(const LoadConfig& config) {
     ASSIGN_OR_RETURN(ProcessUsage usage, config.server->Usage());
     cpu_before = usage.cpu_seconds;
   }
+  ASSIGN_OR_RETURN(ProcessUsage own_before, ReadProcessUsage(getpid()));
   PeakSampler peaks(config.server);
   deadline = Clock::now() +
              std::chrono::nanoseconds(absl::ToInt64Nanoseconds(config.duration));
@@ -218,6 +221,8 @@ absl::StatusOr<LoadResult> RunLoad(const LoadConfig& config) {
     ASSIGN_OR_RETURN(ProcessUsage usage, config.server->Usage());
     result.server_cpu_seconds = usage.cpu_seconds - cpu_before;
   }
+  ASSIGN_OR_RETURN(ProcessUsage own_after, ReadProcessUsage(getpid()));
+  result.client_cpu_seconds = own_after.cpu_seconds - own_before.cpu_seconds;
   absl::StatusOr<std::vector<TableShardStats>> stats =
       admin->Stats(config.table_name);
   leave.Notify();

@@ -47,6 +47,9 @@ struct LoadResult {
   int64_t threads_before = 0, threads_peak = 0;
   int64_t rss_before = 0, rss_peak = 0;
   double server_cpu_seconds = 0;  // over the timed run
+  // This process's CPU over the timed run: the W workers' threads, their
+  // heartbeats and channels (they share the machine with the shard).
+  double client_cpu_seconds = 0;
   // Exactly once: async, the version equals the accepted pushes; sync, the
   // version equals the steps and every worker's push of each was accepted.
   bool applied_exactly = false;
@@ -54,6 +57,11 @@ struct LoadResult {
 
   double PushesPerSecond() const {
     return seconds > 0 ? accepted_pushes / seconds : 0;
+  }
+  // The shard's CPU per step of one worker (a pull and a push), in us: what
+  // serving costs, whatever share of the cores the shard got.
+  double ServerMicrosPerPush() const {
+    return accepted_pushes > 0 ? server_cpu_seconds / accepted_pushes * 1e6 : 0;
   }
 };
 

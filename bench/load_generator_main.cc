@@ -5,11 +5,15 @@
 //   load_generator                         # W = 4,16,64,256, async and sync
 //   load_generator --format=markdown       # the table for docs/BENCHMARKS.md
 //   load_generator --short                 # W = 4,32, 1 s each: CI smoke
+//   load_generator --workers=4,256 --modes=async --rounds=5
+//                                          # the 256 ÷ 4 ratio over 5
+//                                          # alternated rounds, with spread
 //
 // Exits 1 when a run fails or a worker's accepted pushes were not all
 // applied exactly once (compared with the shard's version and push count).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -35,6 +39,11 @@ ABSL_FLAG(std::vector<std::string>, modes,
           std::vector<std::string>({"async", "sync"}),
           "Consistency models to run: async, sync.");
 ABSL_FLAG(double, seconds, 3.0, "How long each (mode, W) runs.");
+ABSL_FLAG(int32_t, rounds, 1,
+          "Times the whole sweep runs; even rounds run the worker counts in "
+          "reverse order, so the smallest and largest W alternate. With more "
+          "than one, the async ratio of the largest W to the smallest is "
+          "printed per round with its median and range.");
 ABSL_FLAG(std::string, table_bytes, "64KiB",
           "float32 payload of each worker's pull and push.");
 ABSL_FLAG(bool, short, false,
@@ -86,6 +95,18 @@ absl::StatusOr<std::vector<ConsistencyKind>> Modes() {
   return modes;
 }
 
+// "median (min-max): a, b, c" of `values` in their order (none: "-").
+std::string Spread(std::vector<double> values) {
+  if (values.empty()) return "-";
+  std::vector<std::string> listed;
+  for (double v : values) listed.push_back(FormatNumber(v));
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  const double median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  return absl::StrCat(FormatNumber(median), " (", FormatNumber(values.front()), "-",
+                      FormatNumber(values.back()), "): ", absl::StrJoin(listed, ", "));
+}
+
 // --short's values for the flags the command line did not set.
 void ApplyShort(int argc, char** argv) {
   auto given = [&](absl::string_view flag) {
@@ -110,6 +131,10 @@ absl::Status Run() {
   const double seconds = absl::GetFlag(FLAGS_seconds);
   if (!(seconds > 0) || table_bytes < sizeof(float)) {
     return absl::InvalidArgumentError("--seconds and --table_bytes must be positive");
+  }
+  const int rounds = absl::GetFlag(FLAGS_rounds);
+  if (rounds < 1 || rounds > 100) {
+    return absl::InvalidArgumentError("--rounds must be in 1..100");
   }
   std::string binary = absl::GetFlag(FLAGS_server_binary);
   if (binary.empty()) binary = OwnBinaryDir() + "/ps_server";
@@ -139,55 +164,83 @@ absl::Status Run() {
   description.push_back(
       "latencies in ms over every call of every worker; server threads "
       "before the workers connected → peak; RSS per worker = (peak - "
-      "before) / W");
+      "before) / W; server us/push = the shard's CPU per pull + push; "
+      "client cpu-s/s = this process's (all W workers') CPU per second");
   PrintReportHeader(format, "Load generator: W workers on one shard",
                     description);
 
-  ReportTable table({"mode", "W", "steps (min)", "pushes/s", "MB/s", "push p50",
-                     "push p99", "pull p50", "pull p99", "server threads",
-                     "RSS/worker", "server cpu-s/s", "applied"},
-                    /*left_columns=*/2);
+  std::vector<std::string> columns = {"mode",           "W",
+                                      "steps (min)",    "pushes/s",
+                                      "MB/s",           "push p50",
+                                      "push p99",       "pull p50",
+                                      "pull p99",       "server threads",
+                                      "RSS/worker",     "server cpu-s/s",
+                                      "server us/push", "client cpu-s/s",
+                                      "applied"};
+  if (rounds > 1) columns.insert(columns.begin(), "round");
+  ReportTable table(columns, /*left_columns=*/rounds > 1 ? 3 : 2);
   bool all_exact = true;
-  double async_first = 0, async_last = 0;
+  const int w_low = *std::min_element(counts.begin(), counts.end());
+  const int w_high = *std::max_element(counts.begin(), counts.end());
+  // One figure per round (async): the largest W's ÷ the smallest W's.
+  std::vector<double> rate_ratios, cost_ratios;
   uint32_t next_worker_id = 1;
-  for (ConsistencyKind kind : modes) {
-    for (int w : counts) {
-      LoadConfig config;
-      config.server_address = server->address();
-      config.server = server.get();
-      config.kind = kind;
-      config.workers = w;
-      config.table_bytes = table_bytes;
-      config.duration = absl::Seconds(seconds);
-      config.first_worker_id = next_worker_id;
-      config.lease = absl::Seconds(absl::GetFlag(FLAGS_lease_s));
-      config.table_name = absl::StrCat("load_", KindName(kind), "_", w);
-      next_worker_id += static_cast<uint32_t>(w);
-      std::fprintf(stderr, "  %s W=%d ...\n", KindName(kind).c_str(), w);
-      ASSIGN_OR_RETURN(LoadResult r, RunLoad(config));
-      const double pushes = r.PushesPerSecond();
-      if (kind == ConsistencyKind::kAsync) {
-        if (async_first == 0) async_first = pushes;
-        async_last = pushes;
+  for (int round = 1; round <= rounds; ++round) {
+    std::vector<int> order = counts;
+    if (round % 2 == 0) std::reverse(order.begin(), order.end());
+    for (ConsistencyKind kind : modes) {
+      double rate_low = 0, rate_high = 0, cost_low = 0, cost_high = 0;
+      for (int w : order) {
+        LoadConfig config;
+        config.server_address = server->address();
+        config.server = server.get();
+        config.kind = kind;
+        config.workers = w;
+        config.table_bytes = table_bytes;
+        config.duration = absl::Seconds(seconds);
+        config.first_worker_id = next_worker_id;
+        config.lease = absl::Seconds(absl::GetFlag(FLAGS_lease_s));
+        config.table_name = absl::StrCat("load_", KindName(kind), "_", w, "_r", round);
+        next_worker_id += static_cast<uint32_t>(w);
+        std::fprintf(stderr, "  round %d %s W=%d ...\n", round, KindName(kind).c_str(), w);
+        ASSIGN_OR_RETURN(LoadResult r, RunLoad(config));
+        const double pushes = r.PushesPerSecond();
+        if (w == w_low) rate_low = pushes, cost_low = r.ServerMicrosPerPush();
+        if (w == w_high) rate_high = pushes, cost_high = r.ServerMicrosPerPush();
+        all_exact = all_exact && r.applied_exactly;
+        // A pull and a push of the table per accepted push.
+        const double mb = pushes * 2.0 * static_cast<double>(table_bytes) / 1e6;
+        std::vector<std::string> row = {
+            KindName(kind),
+            absl::StrCat(w),
+            absl::StrCat(r.steps),
+            FormatNumber(pushes),
+            FormatNumber(mb),
+            FormatNumber(r.push_p50_ms),
+            FormatNumber(r.push_p99_ms),
+            FormatNumber(r.pull_p50_ms),
+            FormatNumber(r.pull_p99_ms),
+            absl::StrCat(r.threads_before, " → ", r.threads_peak),
+            FormatBytes(static_cast<double>(r.rss_peak - r.rss_before) / w),
+            FormatNumber(r.seconds > 0 ? r.server_cpu_seconds / r.seconds : 0),
+            FormatNumber(r.ServerMicrosPerPush()),
+            FormatNumber(r.seconds > 0 ? r.client_cpu_seconds / r.seconds : 0),
+            r.applied_exactly ? "exact" : r.mismatch};
+        if (rounds > 1) row.insert(row.begin(), absl::StrCat(round));
+        table.AddRow(row);
       }
-      all_exact = all_exact && r.applied_exactly;
-      // A pull and a push of the table per accepted push.
-      const double mb = pushes * 2.0 * static_cast<double>(table_bytes) / 1e6;
-      table.AddRow(
-          {KindName(kind), absl::StrCat(w), absl::StrCat(r.steps),
-           FormatNumber(pushes), FormatNumber(mb), FormatNumber(r.push_p50_ms),
-           FormatNumber(r.push_p99_ms), FormatNumber(r.pull_p50_ms),
-           FormatNumber(r.pull_p99_ms),
-           absl::StrCat(r.threads_before, " → ", r.threads_peak),
-           FormatBytes(static_cast<double>(r.rss_peak - r.rss_before) / w),
-           FormatNumber(r.seconds > 0 ? r.server_cpu_seconds / r.seconds : 0),
-           r.applied_exactly ? "exact" : r.mismatch});
+      if (kind == ConsistencyKind::kAsync && w_high != w_low && rate_low > 0 && cost_low > 0) {
+        rate_ratios.push_back(rate_high / rate_low);
+        cost_ratios.push_back(cost_high / cost_low);
+      }
     }
   }
   table.Print(format, stdout);
-  if (counts.size() > 1 && async_first > 0) {
-    std::printf("\nasync pushes/s at W=%d ÷ at W=%d: %s\n", counts.back(),
-                counts.front(), FormatNumber(async_last / async_first).c_str());
+  if (!rate_ratios.empty()) {
+    std::printf("\nasync pushes/s at W=%d ÷ at W=%d, per round: %s\n", w_high, w_low,
+                Spread(rate_ratios).c_str());
+    std::printf("async server us/push at W=%d ÷ at W=%d, per round: %s\n", w_high, w_low,
+                Spread(cost_ratios).c_str());
   }
   if (!all_exact) {
     return absl::InternalError("some pushes were not applied exactly once");
