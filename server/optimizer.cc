@@ -57,7 +57,20 @@ class RuleOptimizer : public Optimizer {
   }
   void ApplyRows(const RowBatch& batch, float lr_factor) const final {
     const Rule* rule = static_cast<const Rule*>(this);
+    // Rows lie anywhere in the arena (and their gradients anywhere in the
+    // request): the row kRowsAhead on is loaded while this one updates.
+    constexpr size_t kRowsAhead = 4;
+    constexpr size_t kLineFloats = 16;  // a 64-byte cache line
     for (size_t k = 0; k < batch.count; ++k) {
+      if (k + kRowsAhead < batch.count) {
+        const float* ahead =
+            batch.arena + size_t{batch.slots[k + kRowsAhead]} * batch.row_stride;
+        for (size_t f = 0; f < batch.row_stride; f += kLineFloats) {
+          __builtin_prefetch(ahead + f, /*rw=*/1);
+        }
+        __builtin_prefetch(batch.grads +
+                           size_t{batch.grad_rows[k + kRowsAhead]} * batch.dim);
+      }
       float* row = batch.arena + size_t{batch.slots[k]} * batch.row_stride;
       rule->Run(row, row + batch.dim,
                 batch.grads + size_t{batch.grad_rows[k]} * batch.dim,

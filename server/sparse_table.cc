@@ -120,8 +120,9 @@ int64_t SparseTable::NowNanos() const {
 
 namespace {
 
-// How far ahead of the key being checked FirstRepeatedKey prefetches the
-// key's slot: the set of a large push does not fit the cache.
+// How far ahead of the key being handled a loop over a request's keys
+// prefetches the key's slot (FirstRepeatedKey's set, a stripe's index): a
+// large request's do not fit the cache.
 constexpr size_t kPrefetchAhead = 8;
 
 }  // namespace
@@ -174,7 +175,12 @@ void SparseTable::ForEachKeyByStripe(absl::Span<const uint64_t> keys,
                                      Fn&& fn) const {
   ForEachStripeGroup(keys, [&](Stripe& stripe,
                                absl::Span<const uint32_t> positions) {
-    for (uint32_t i : positions) fn(stripe, i);
+    for (size_t j = 0; j < positions.size(); ++j) {
+      if (j + kPrefetchAhead < positions.size()) {
+        stripe.rows.Prefetch(keys[positions[j + kPrefetchAhead]]);
+      }
+      fn(stripe, positions[j]);
+    }
   });
 }
 
@@ -255,7 +261,11 @@ void SparseTable::Apply(const GradientPart& part, float lr_factor,
       slots.clear();
       grad_rows.clear();
     };
-    for (uint32_t i : positions) {
+    for (size_t j = 0; j < positions.size(); ++j) {
+      if (j + kPrefetchAhead < positions.size()) {
+        stripe.rows.Prefetch(part.keys[positions[j + kPrefetchAhead]]);
+      }
+      const uint32_t i = positions[j];
       uint32_t slot = stripe.rows.Find(part.keys[i], now);
       if (slot == StripeRows::kNoSlot) {
         flush();

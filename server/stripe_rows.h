@@ -71,6 +71,9 @@ class StripeRows {
     // An unbounded stripe without a ttl keeps no use records: done.
     return tracks_use_ ? FindTracked(it->second, now_ns) : it->second;
   }
+  // Starts loading what Find(key) / Peek(key) read first (the index's
+  // group for `key`), for a lookup a few keys ahead; changes nothing.
+  void Prefetch(uint64_t key) const { slot_of_.prefetch(key); }
   // A new row for `key` (which has none), touched at `now_ns`, making room
   // if the stripe is full; kNoSlot if the key is not admitted yet. Its
   // version is 0; the caller fills row().
