@@ -3,7 +3,10 @@
 # (ps_worker --prefetch), side by side in one run: for each policy and worker
 # count, runs with --prefetch=true and --prefetch=false alternate, each on
 # two fresh ps_server shards on 127.0.0.1, and the median of the rounds is
-# printed (samples/s per worker, averaged over the workers of a run).
+# printed (samples/s per worker, averaged over the workers of a run), with
+# the CPU per trained sample of all processes of the run (workers and
+# shards, user + system, from the shell's `times`), which a loaded machine
+# moves less than samples/s.
 #
 #   bench/ctr_prefetch.sh [BIN_DIR] [ROUNDS] [STEPS]
 #   (defaults: build/bin, 3 rounds, 300 steps of 256 examples)
@@ -14,7 +17,19 @@ STEPS=${3:-300}
 WORK=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
-# One run: policy, workers, prefetch -> "samples_per_sec auc" (worker means).
+# "user+system seconds" of the finished children of this (sub)shell (`times`
+# runs in the calling shell: in a $(...) it would count the subshell's).
+children_cpu() {
+  times >"$WORK/times"
+  sed -n 2p "$WORK/times" | awk '{
+    s = 0
+    for (i = 1; i <= 2; ++i) { split($i, t, /[ms]/); s += t[1] * 60 + t[2] }
+    printf "%.3f", s }'
+}
+
+# One run: policy, workers, prefetch -> "samples_per_sec auc cpu_us_per_sample"
+# (worker means; CPU of every process of the run). Runs in a subshell of its
+# own (process substitution), so `times` counts this run's processes only.
 run_once() {
   local policy=$1 workers=$2 prefetch=$3
   rm -f "$WORK"/*.port "$WORK"/*.json
@@ -36,31 +51,39 @@ run_once() {
   done
   wait "${wpids[@]}"
   kill "${pids[@]}"; wait "${pids[@]}" 2>/dev/null || true
-  python3 - "$WORK" "$workers" <<'EOF'
+  local cpu; children_cpu >"$WORK/cpu"; cpu=$(cat "$WORK/cpu")
+  python3 - "$WORK" "$workers" "$cpu" "$STEPS" <<'EOF'
 import json, sys
-work, n = sys.argv[1], int(sys.argv[2])
+work, n, cpu, steps = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 runs = [json.loads(open(f"{work}/w{w}.json").read().strip().splitlines()[-1]) for w in range(n)]
-print(f'{sum(r["samples_per_sec"] for r in runs) / n:.0f} {sum(r["auc"] for r in runs) / n:.4f}')
+samples = n * steps * 256
+print(f'{sum(r["samples_per_sec"] for r in runs) / n:.0f} {sum(r["auc"] for r in runs) / n:.4f} '
+      f'{cpu / samples * 1e6:.1f}')
 EOF
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
-printf '%-6s %-7s %-9s %12s %8s  %s\n' policy workers prefetch samples/s auc "rounds (samples/s)"
+echo "ctr_prefetch: $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-6s %-7s %-9s %12s %8s %10s  %s\n' policy workers prefetch samples/s auc cpu_us/smp \
+  "rounds (samples/s; cpu us per sample)"
 for config in "async 1" "async 2" "sync 2"; do
   read -r policy workers <<<"$config"
-  declare -A rates=() aucs=()
+  declare -A rates=() aucs=() cpus=()
   for ((r = 0; r < ROUNDS; ++r)); do
     for prefetch in true false; do
-      read -r rate auc < <(run_once "$policy" "$workers" "$prefetch")
+      read -r rate auc cpu < <(run_once "$policy" "$workers" "$prefetch")
       rates[$prefetch]+="$rate "
       aucs[$prefetch]+="$auc "
+      cpus[$prefetch]+="$cpu "
     done
   done
   for prefetch in true false; do
     med=$(tr ' ' '\n' <<<"${rates[$prefetch]}" | grep . | median)
     auc=$(tr ' ' '\n' <<<"${aucs[$prefetch]}" | grep . | median)
-    printf '%-6s %-7s %-9s %12.0f %8.4f  %s\n' "$policy" "$workers" "$prefetch" \
-      "$med" "$auc" "${rates[$prefetch]}"
+    cpu=$(tr ' ' '\n' <<<"${cpus[$prefetch]}" | grep . | median)
+    printf '%-6s %-7s %-9s %12.0f %8.4f %10.1f  %s; %s\n' "$policy" "$workers" "$prefetch" \
+      "$med" "$auc" "$cpu" "${rates[$prefetch]% }" "${cpus[$prefetch]% }"
   done
 done
+echo "ctr_prefetch: done $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
