@@ -18,11 +18,9 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_split.h"
-#include "common/command_line.h"
 #include "common/flag_checks.h"
-#include "common/grpc_logging.h"
-#include "common/logging.h"
 #include "common/status_macros.h"
+#include "common/tool_start.h"
 #include "server/cluster_config.h"
 #include "taups/client.h"
 #include "worker/tools/cluster_status.h"
@@ -189,50 +187,41 @@ absl::Status Run(const std::vector<char*>& args) {
   return absl::OkStatus();
 }
 
+constexpr char kUsage[] =
+    "ps_admin: inspect or steer a tauPS cluster (the operator's psctl).\n"
+    "Every command takes the shards as --servers=h:p,h:p (shard order) or "
+    "--config=FILE, and --tls_* / --auth_token_file as ps_worker does.\n"
+    "Commands:\n"
+    "  status [--tables=T,U] [--json]   every shard (incarnation, uptime, "
+    "workers live/dead/left/evicted, budget, last checkpoint) and every "
+    "table on it (version, policy, tau, steps, wait, straggler); reader or "
+    "admin role\n"
+    "  checkpoint [--json]              a checkpoint on every shard now; "
+    "answers once each is durable (admin)\n"
+    "  evict --worker=N [--drain]       declare worker N dead on every shard "
+    "now, or with --drain after the step it is in (admin)\n"
+    "  stats --table=T                  the table's figures per shard and "
+    "worker\n"
+    "  set-policy --table=T --num_workers=N --consistency=sync|semi_sync|"
+    "ssp|async [--quorum --step_timeout_s --late --ssp_bound --tau_max "
+    "--downweight ...]   (admin)\n"
+    "  drop-table --table=T             frees its memory budget on every "
+    "shard (admin)\n"
+    "Exit status 2 for a flag out of range, 1 for other failures (a shard "
+    "that failed is named with its error).";
+
 }  // namespace
 }  // namespace taups
 
 int main(int argc, char** argv) {
-  const std::vector<taups::FlagRange> ranges = taups::AllFlagRanges();
-  const std::vector<char*> args = taups::ParseCommandLineOrExit(
-      argc, argv, "ps_admin",
-      "ps_admin: inspect or steer a tauPS cluster (the operator's psctl).\n"
-      "Every command takes the shards as --servers=h:p,h:p (shard order) or "
-      "--config=FILE, and --tls_* / --auth_token_file as ps_worker does.\n"
-      "Commands:\n"
-      "  status [--tables=T,U] [--json]   every shard (incarnation, uptime, "
-      "workers live/dead/left/evicted, budget, last checkpoint) and every "
-      "table on it (version, policy, tau, steps, wait, straggler); reader or "
-      "admin role\n"
-      "  checkpoint [--json]              a checkpoint on every shard now; "
-      "answers once each is durable (admin)\n"
-      "  evict --worker=N [--drain]       declare worker N dead on every shard "
-      "now, or with --drain after the step it is in (admin)\n"
-      "  stats --table=T                  the table's figures per shard and "
-      "worker\n"
-      "  set-policy --table=T --num_workers=N --consistency=sync|semi_sync|"
-      "ssp|async [--quorum --step_timeout_s --late --ssp_bound --tau_max "
-      "--downweight ...]   (admin)\n"
-      "  drop-table --table=T             frees its memory budget on every "
-      "shard (admin)\n"
-      "Exit status 2 for a flag out of range, 1 for other failures (a shard "
-      "that failed is named with its error).",
-      ranges);
   // Results go to stdout; the client library's warnings to stderr.
-  taups::LogOptions log;
-  log.tag = "ps_admin";
-  log.level = "warn";
-  absl::Status flags = taups::SetUpLogging(log);
-  taups::RouteGrpcLogsToSpdlog();
-  if (flags.ok()) flags = taups::CheckNumericFlags(ranges);
-  if (!flags.ok()) {
-    std::fprintf(stderr, "ps_admin: %s\n", std::string(flags.message()).c_str());
-    return taups::kExitBadFlags;
-  }
+  const std::vector<char*> args = taups::StartToolOrExit(
+      argc, argv,
+      {.name = "ps_admin",
+       .usage = taups::kUsage,
+       .ranges = taups::AllFlagRanges(),
+       .log_level = "warn"});
   const absl::Status status = taups::Run(args);
-  if (!status.ok()) {
-    std::fprintf(stderr, "ps_admin: %s\n", status.ToString().c_str());
-    return 1;
-  }
+  if (!status.ok()) return taups::ToolFailure("ps_admin", status.ToString(), 1);
   return 0;
 }

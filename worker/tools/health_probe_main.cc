@@ -33,9 +33,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "common/command_line.h"
-#include "common/flag_checks.h"
-#include "common/grpc_logging.h"
-#include "common/logging.h"
+#include "common/tool_start.h"
 #include "proto/grpc_credentials.h"
 #include "taups/client.h"
 #include "worker/tools/transport_flags.h"
@@ -208,28 +206,19 @@ int Probe() {
 }  // namespace taups
 
 int main(int argc, char** argv) {
-  const std::vector<taups::FlagRange> ranges = {{"timeout_s", 0, 3600, true}};
-  taups::ParseCommandLineOrExit(
-      argc, argv, "ps_health_probe",
-      "ps_health_probe --server=host:port [--service=S] [--tls_ca=F "
-      "[--tls_cert=F --tls_key=F] [--tls_server_name=N]] "
-      "[--auth_token_file=F]\n"
-      "Asks one tauPS shard grpc.health.v1.Health/Check over TLS or "
-      "plaintext as ps_worker would reach it. Exit status 0 SERVING, 1 "
-      "answered but not SERVING (e.g. still restoring, or shutting down), 2 "
-      "a flag refused, 3 the call failed (nothing listening, TLS refused, "
-      "deadline).",
-      ranges);
-  taups::LogOptions log;
-  log.tag = "ps_health_probe";
-  log.level = "error";
-  absl::Status flags = taups::SetUpLogging(log);
-  taups::RouteGrpcLogsToSpdlog();
-  if (flags.ok()) flags = taups::CheckNumericFlags(ranges);
-  if (!flags.ok()) {
-    std::fprintf(stderr, "ps_health_probe: %s\n",
-                 std::string(flags.message()).c_str());
-    return taups::kExitBadFlags;
-  }
+  taups::StartToolOrExit(
+      argc, argv,
+      {.name = "ps_health_probe",
+       .usage =
+           "ps_health_probe --server=host:port [--service=S] [--tls_ca=F "
+           "[--tls_cert=F --tls_key=F] [--tls_server_name=N]] "
+           "[--auth_token_file=F]\n"
+           "Asks one tauPS shard grpc.health.v1.Health/Check over TLS or "
+           "plaintext as ps_worker would reach it. Exit status 0 SERVING, 1 "
+           "answered but not SERVING (e.g. still restoring, or shutting "
+           "down), 2 a flag refused, 3 the call failed (nothing listening, "
+           "TLS refused, deadline).",
+       .ranges = {{"timeout_s", 0, 3600, true}},
+       .log_level = "error"});
   return taups::Probe();
 }
