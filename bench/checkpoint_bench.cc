@@ -5,8 +5,10 @@
 //
 // One dense Adam partition of --mb MiB (values + 3 state floats each) is
 // built as a real Partition; each trial then
-//   1. snapshots it (CapturePartition: the state lock is held shared while
-//      it copies, so this is the pause pushes would see),
+//   1. snapshots it twice: the whole copy under the state lock
+//      (CapturePartition, the reference: how partitions were cut before),
+//      and as the shard cuts it now (Partition::BeginCut, the pause pushes
+//      see, then the block copy while they could go on),
 //   2. writes it with CheckpointStore::Write (temp dir, CRC32C per block,
 //      fsync per file, manifest, rename, directory fsync),
 //   3. writes the same number of bytes with plain POSIX calls (4 MiB
@@ -27,18 +29,22 @@
 // bytes, and reports bytes and seconds of both (snapshot included: it is
 // the pause pushes see) and the ratio full / delta.
 //
-//   checkpoint_bench --step_cut --mb=256 --trials=5 --cut_every=20
+//   checkpoint_bench --step_cut --mb=256 --trials=3 --cut_every=20 --workers=2
 //
 // With --step_cut, the path of --checkpoint_every_steps instead: one sync
-// dense Adam table of --mb MiB (one registered worker, so every push closes
-// a step) in a ParameterStore with a real ShardCheckpointer (every_steps =
-// --cut_every) writing in the background. One thread pushes a 64 Ki-float
-// gradient per step and times every push; the push that closes a cut step
-// also waits for the table's copy taken on the apply path (under the
-// partition's lock), so its time against the other pushes' is the pause.
-// After each cut the pushes go on until the background write is done, and
-// then while the same bytes are written with plain POSIX calls (the disk's
-// speed under the same load).
+// dense Adam table of --mb MiB (--workers registered workers; each step
+// every worker pushes a 64 Ki-float gradient, the first ones' pushes are
+// gathered and the last one's closes the step, applying the mean to the
+// whole table) in a ParameterStore with a real ShardCheckpointer
+// (every_steps = --cut_every) writing in the background; every push is
+// timed. The push that closes a cut step holds the cut in its time; while
+// the cut is copied and written the pushes go on (the closing ones then
+// copy the blocks they change that the copier has not reached), and then
+// while the same bytes are written with plain POSIX calls (the disk's speed
+// under the same load). Each round runs --trials cuts twice, alternating:
+// the reference (ShardCheckpointerOptions::copy_cut_on_apply_path, the
+// whole copy under the partition's lock, as cuts were taken before) and the
+// block copy; --step_ms of "compute" between steps gives the copier time.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -85,6 +91,12 @@ ABSL_FLAG(bool, step_cut, false,
           "Time pushes to a sync table checkpointed at step boundaries "
           "(--checkpoint_every_steps) instead; --trials cuts.");
 ABSL_FLAG(uint64_t, cut_every, 20, "Step-cut run: steps between two cuts.");
+ABSL_FLAG(uint32_t, workers, 2,
+          "Step-cut run: workers pushing each step (the last one closes it; the "
+          "others' pushes are gathered until then).");
+ABSL_FLAG(int, step_ms, 0, "Step-cut run: milliseconds the workers compute between steps.");
+ABSL_FLAG(int, rounds, 2,
+          "Step-cut run: rounds of the reference and the block copy, alternating.");
 
 namespace taups::bench {
 namespace {
@@ -274,83 +286,101 @@ int RunSparse(const std::string& dir, int trials, const std::string& pattern) {
 
 double Max(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
 
-int RunStepCut(const std::string& dir, uint64_t mb, int cuts, const std::string& pattern) {
+// What one --step_cut run measured (seconds).
+struct StepCutRun {
+  std::vector<double> gathered_s;  // pushes of an open step, away from cuts
+  std::vector<double> closing_s;   // pushes that close a step, away from cuts
+  std::vector<double> cut_s;       // pushes that close a cut step
+  std::vector<double> during_gathered_s, during_closing_s;  // longest while written
+  std::vector<double> write_s, raw_s;
+  uint64_t bytes = 0;
+  double longest_pause = 0.0;  // the checkpointer's own figure
+};
+
+StepCutRun RunStepCut(const std::string& dir, uint64_t mb, int cuts,
+                      const std::string& pattern, bool whole_copy) {
   const uint64_t every = std::max<uint64_t>(2, absl::GetFlag(FLAGS_cut_every));
+  const uint32_t workers = std::max<uint32_t>(1, absl::GetFlag(FLAGS_workers));
+  const absl::Duration step_time = absl::Milliseconds(absl::GetFlag(FLAGS_step_ms));
   const uint64_t elements = mb * 1048576 / 16;  // value + Adam's 3 state floats
   ParameterStore store(0, 1);
-  store.Register(0, 1, absl::ZeroDuration());
+  for (uint32_t w = 0; w < workers; ++w) store.Register(w, 1, absl::ZeroDuration());
   TableConfig config = TableConfig::Dense("bench", elements);
   config.consistency.kind = ConsistencyKind::kSync;
-  config.consistency.num_workers = 1;
+  config.consistency.num_workers = workers;
   config.optimizer.kind = OptimizerKind::kAdam;
   config.initializer.kind = InitializerKind::kUniform;
   config.initializer.scale = 0.05f;
   bool created = false;
   if (absl::Status made = store.CreateTable(config, true, &created).status(); !made.ok()) {
     std::fprintf(stderr, "%s\n", made.ToString().c_str());
-    return 1;
+    std::exit(1);
   }
   ShardCheckpointerOptions options;
   options.dir = dir + "/store";
   options.keep = 1;
   options.every_steps = every;
+  options.copy_cut_on_apply_path = whole_copy;
   absl::StatusOr<std::unique_ptr<ShardCheckpointer>> checkpointer =
       ShardCheckpointer::Open(&store, PosixCheckpointFs(), options, 1);
   if (!checkpointer.ok()) {
     std::fprintf(stderr, "%s\n", checkpointer.status().ToString().c_str());
-    return 1;
+    std::exit(1);
   }
   (*checkpointer)->StartBackground();
   absl::SleepFor(absl::Milliseconds(500));  // the table gets its hook
 
-  for (const std::string& line : DescribeMachine()) std::printf("# %s\n", line.c_str());
-  std::printf("# step-cut checkpoints of one sync dense Adam table: %llu elements, %llu "
-              "MiB, a cut every %llu steps, in %s\n",
-              static_cast<unsigned long long>(elements), static_cast<unsigned long long>(mb),
-              static_cast<unsigned long long>(every), dir.c_str());
   const std::vector<float> gradient(std::min<uint64_t>(elements, 65536), 0.001f);
-  std::vector<double> plain_s, cut_s, write_s, raw_s, during_write_s;
-  uint64_t step = 0, bytes = 0;
-  auto push = [&] {
-    PushMeta meta;
-    meta.clock = step;
-    meta.origin = PushOrigin{0, 1, step + 1};
-    meta.base_version = store.GetTable("bench")->version;
-    const absl::Time start = absl::Now();
-    absl::StatusOr<PushOutcome> pushed = store.PushDense("bench", 0, gradient, meta);
-    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-    if (!pushed.ok()) {
-      std::fprintf(stderr, "push: %s\n", pushed.status().ToString().c_str());
-      std::exit(1);
+  StepCutRun run;
+  uint64_t step = 0;
+  // One step: every worker pushes once, the last one closes it; then the
+  // workers "compute" for --step_ms. Times go to gathered / closing.
+  auto push_step = [&](std::vector<double>& gathered, std::vector<double>& closing) {
+    for (uint32_t w = 0; w < workers; ++w) {
+      PushMeta meta;
+      meta.clock = step;
+      meta.origin = PushOrigin{w, 1, step + 1};
+      meta.base_version = store.GetTable("bench")->version;
+      const absl::Time start = absl::Now();
+      absl::StatusOr<PushOutcome> pushed = store.PushDense("bench", 0, gradient, meta);
+      const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+      if (!pushed.ok()) {
+        std::fprintf(stderr, "push: %s\n", pushed.status().ToString().c_str());
+        std::exit(1);
+      }
+      (w + 1 == workers ? closing : gathered).push_back(seconds);
     }
     ++step;
-    return seconds;
+    if (step_time > absl::ZeroDuration()) absl::SleepFor(step_time);
   };
+  const char* mode = whole_copy ? "whole copy on the apply path" : "block copy";
   for (int c = 0; c < cuts; ++c) {
-    while ((step + 1) % every != 0) plain_s.push_back(push());
+    while ((step + 1) % every != 0) push_step(run.gathered_s, run.closing_s);
     const uint64_t written_before = (*checkpointer)->stats().step_cuts;
-    cut_s.push_back(push());  // closes the cut step: the copy is in its time
-    double longest_during = 0.0;
+    std::vector<double> gathered, closing;
+    push_step(gathered, run.cut_s);  // closes the cut step: the cut is in its time
+    gathered.clear();
     while ((*checkpointer)->stats().step_cuts == written_before) {
       if ((*checkpointer)->stats().failed > 0) {
         std::fprintf(stderr, "checkpoint failed: %s\n",
                      (*checkpointer)->stats().last_error.c_str());
-        return 1;
+        std::exit(1);
       }
       if ((step + 1) % every == 0) {  // never cut again before it is written
         absl::SleepFor(absl::Milliseconds(1));
         continue;
       }
-      longest_during = std::max(longest_during, push());
+      push_step(gathered, closing);
     }
-    during_write_s.push_back(longest_during);
+    run.during_gathered_s.push_back(gathered.empty() ? 0.0 : Max(gathered));
+    run.during_closing_s.push_back(closing.empty() ? 0.0 : Max(closing));
     const CheckpointerStats stats = (*checkpointer)->stats();
-    bytes = stats.last_bytes;
-    write_s.push_back(absl::ToDoubleSeconds(stats.last_duration));
+    run.bytes = stats.last_bytes;
+    run.write_s.push_back(absl::ToDoubleSeconds(stats.last_duration));
     // The disk's speed under the same load: pushes go on while it writes.
     std::atomic<bool> raw_done{false};
     std::thread raw([&] {
-      raw_s.push_back(PosixWrite(dir, bytes, pattern));
+      run.raw_s.push_back(PosixWrite(dir, run.bytes, pattern));
       raw_done = true;
     });
     while (!raw_done) {
@@ -358,31 +388,79 @@ int RunStepCut(const std::string& dir, uint64_t mb, int cuts, const std::string&
         absl::SleepFor(absl::Milliseconds(1));
         continue;
       }
-      plain_s.push_back(push());
+      push_step(run.gathered_s, run.closing_s);
     }
     raw.join();
-    std::printf("cut %d (step %llu): push closing it %.3f s, longest push during the "
-                "write %.3f s; write %.3f s (%.0f MiB/s), POSIX write+fsync %.3f s "
-                "(%.0f MiB/s)\n",
-                c + 1, static_cast<unsigned long long>(stats.last_step_cut), cut_s.back(),
-                longest_during, write_s.back(), MiBps(bytes, write_s.back()), raw_s.back(),
-                MiBps(bytes, raw_s.back()));
+    std::printf("%s, cut %d (step %llu): push closing it %.3f s, longest push during "
+                "the write %.3f s (open step) / %.3f s (closing one); write %.3f s "
+                "(%.0f MiB/s), POSIX write+fsync %.3f s (%.0f MiB/s)\n",
+                mode, c + 1, static_cast<unsigned long long>(stats.last_step_cut),
+                run.cut_s.back(), run.during_gathered_s.back(), run.during_closing_s.back(),
+                run.write_s.back(), MiBps(run.bytes, run.write_s.back()), run.raw_s.back(),
+                MiBps(run.bytes, run.raw_s.back()));
   }
-  const CheckpointerStats stats = (*checkpointer)->stats();
+  run.longest_pause = absl::ToDoubleSeconds((*checkpointer)->stats().longest_pause);
   checkpointer->reset();
+  std::filesystem::remove_all(dir + "/store");
+  return run;
+}
+
+double P99(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, v.size() * 99 / 100)];
+}
+
+void ReportStepCut(const char* mode, const StepCutRun& r) {
+  std::printf("\n%s: bytes %llu, %zu cuts\n", mode, static_cast<unsigned long long>(r.bytes),
+              r.cut_s.size());
+  if (!r.gathered_s.empty()) {
+    std::printf("  push of an open step: median %.4f s, p99 %.4f s\n", Median(r.gathered_s),
+                P99(r.gathered_s));
+  }
+  std::printf("  push closing a step: median %.4f s, p99 %.4f s\n", Median(r.closing_s),
+              P99(r.closing_s));
+  std::printf("  push closing a cut step: median %.4f s, longest %.4f s\n", Median(r.cut_s),
+              Max(r.cut_s));
+  std::printf("  longest push while a cut was copied and written: %.4f s (open step), "
+              "%.4f s (closing one)\n",
+              Max(r.during_gathered_s), Max(r.during_closing_s));
+  std::printf("  longest hold of the partition's lock for a cut (checkpointer): %.4f s\n",
+              r.longest_pause);
+  std::printf("  checkpoint write (background) %8.0f MiB/s\n", MiBps(r.bytes, Median(r.write_s)));
+  std::printf("  POSIX write+fsync, same bytes %8.0f MiB/s\n", MiBps(r.bytes, Median(r.raw_s)));
+  std::printf("  ratio checkpoint / POSIX      %8.2f\n", Median(r.raw_s) / Median(r.write_s));
+}
+
+int RunStepCuts(const std::string& dir, uint64_t mb, int cuts, const std::string& pattern) {
+  for (const std::string& line : DescribeMachine()) std::printf("# %s\n", line.c_str());
+  std::printf("# step-cut checkpoints of one sync dense Adam table: %llu MiB, %u workers, "
+              "a cut every %llu steps, %d ms between steps, in %s; the reference (whole "
+              "copy on the apply path) and the block copy alternate, %d rounds\n",
+              static_cast<unsigned long long>(mb), absl::GetFlag(FLAGS_workers),
+              static_cast<unsigned long long>(absl::GetFlag(FLAGS_cut_every)),
+              absl::GetFlag(FLAGS_step_ms), dir.c_str(), absl::GetFlag(FLAGS_rounds));
+  StepCutRun whole, block;
+  auto add = [](StepCutRun& to, StepCutRun from) {
+    for (auto [a, b] : {std::pair{&to.gathered_s, &from.gathered_s},
+                        {&to.closing_s, &from.closing_s}, {&to.cut_s, &from.cut_s},
+                        {&to.during_gathered_s, &from.during_gathered_s},
+                        {&to.during_closing_s, &from.during_closing_s},
+                        {&to.write_s, &from.write_s}, {&to.raw_s, &from.raw_s}}) {
+      a->insert(a->end(), b->begin(), b->end());
+    }
+    to.bytes = from.bytes;
+    to.longest_pause = std::max(to.longest_pause, from.longest_pause);
+  };
+  for (int round = 0; round < std::max(1, absl::GetFlag(FLAGS_rounds)); ++round) {
+    add(whole, RunStepCut(dir, mb, cuts, pattern, true));
+    add(block, RunStepCut(dir, mb, cuts, pattern, false));
+  }
+  ReportStepCut("reference, whole copy on the apply path", whole);
+  ReportStepCut("block copy (copy on write)", block);
+  std::printf("\n  longest cut-step push, reference / block copy: %.1fx\n",
+              Max(whole.cut_s) / Max(block.cut_s));
   std::filesystem::remove_all(dir);
-  std::printf("\nbytes %llu; %d cuts, %zu other pushes:\n",
-              static_cast<unsigned long long>(bytes), cuts, plain_s.size());
-  std::printf("  push, other steps: median %.4f s, longest %.4f s\n", Median(plain_s),
-              Max(plain_s));
-  std::printf("  push closing a cut step: median %.4f s, longest %.4f s\n", Median(cut_s),
-              Max(cut_s));
-  std::printf("  longest copy under the partition's lock (checkpointer): %.4f s\n",
-              absl::ToDoubleSeconds(stats.longest_pause));
-  std::printf("  longest push while a write ran: %.4f s\n", Max(during_write_s));
-  std::printf("  checkpoint write (background) %8.0f MiB/s\n", MiBps(bytes, Median(write_s)));
-  std::printf("  POSIX write+fsync, same bytes %8.0f MiB/s\n", MiBps(bytes, Median(raw_s)));
-  std::printf("  ratio checkpoint / POSIX      %8.2f\n", Median(raw_s) / Median(write_s));
   return 0;
 }
 
@@ -396,7 +474,7 @@ int Run() {
   if (absl::GetFlag(FLAGS_sparse_rows) > 0) {
     return RunSparse(dir, trials, Pattern());
   }
-  if (absl::GetFlag(FLAGS_step_cut)) return RunStepCut(dir, mb, trials, Pattern());
+  if (absl::GetFlag(FLAGS_step_cut)) return RunStepCuts(dir, mb, trials, Pattern());
 
   // 4 floats per element (value + Adam's 3 state floats).
   const uint64_t elements = mb * 1048576 / 16;
@@ -426,11 +504,22 @@ int Run() {
 
   std::vector<double> capture_s, ckpt_s, raw_s, load_s;
   uint64_t bytes = 0;
+  std::vector<double> cut_pause_s, cut_copy_s;
   for (int t = 0; t < trials; ++t) {
+    // The reference: the whole copy under the state lock (shared), as
+    // partitions were cut before; freed at once.
     absl::Time start = absl::Now();
-    ShardCheckpoint checkpoint;
-    checkpoint.partitions.push_back(CapturePartition(partition));
+    CapturePartition(partition);
     capture_s.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+    // The shard's cut (ShardCheckpointer::Take): the apply path is held
+    // for BeginCut only; the blocks are copied after it.
+    start = absl::Now();
+    PendingCut cut = partition.BeginCut();
+    cut_pause_s.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+    cut.CopyAll();
+    ShardCheckpoint checkpoint;
+    checkpoint.partitions.push_back(CheckpointOf(partition, cut.Finish()));
+    cut_copy_s.push_back(absl::ToDoubleSeconds(absl::Now() - start));
 
     auto write_checkpoint = [&] {
       ::sync();  // start from a clean page cache, as the POSIX reference does
@@ -459,9 +548,11 @@ int Run() {
       return 1;
     }
     load_s.push_back(absl::ToDoubleSeconds(absl::Now() - start));
-    std::printf("trial %d: snapshot %.3f s, checkpoint write %.3f s (%.0f MiB/s), "
+    std::printf("trial %d: whole snapshot %.3f s; cut: pause %.4f s, copy %.3f s; "
+                "checkpoint write %.3f s (%.0f MiB/s), "
                 "POSIX write+fsync %.3f s (%.0f MiB/s), load %.3f s\n",
-                t + 1, capture_s.back(), ckpt_s.back(), MiBps(bytes, ckpt_s.back()),
+                t + 1, capture_s.back(), cut_pause_s.back(), cut_copy_s.back(),
+                ckpt_s.back(), MiBps(bytes, ckpt_s.back()),
                 raw_s.back(), MiBps(bytes, raw_s.back()), load_s.back());
   }
   std::filesystem::remove_all(dir);
@@ -470,7 +561,10 @@ int Run() {
   const double raw = MiBps(bytes, Median(raw_s));
   std::printf("\nbytes %llu; medians of %d trials:\n", static_cast<unsigned long long>(bytes),
               trials);
-  std::printf("  snapshot (pause for pushes)   %8.3f s\n", Median(capture_s));
+  std::printf("  whole snapshot (the pause before block cuts) %8.3f s\n", Median(capture_s));
+  std::printf("  cut: pause for pushes (BeginCut) %8.4f s, longest %.4f s\n",
+              Median(cut_pause_s), Max(cut_pause_s));
+  std::printf("  cut: copy, block by block, pushes going on %8.3f s\n", Median(cut_copy_s));
   std::printf("  checkpoint write              %8.0f MiB/s\n", ckpt);
   std::printf("  POSIX write+fsync, same bytes %8.0f MiB/s\n", raw);
   std::printf("  ratio checkpoint / POSIX      %8.2f\n", ckpt / raw);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/initializer.h"
@@ -164,9 +165,11 @@ void DenseTable::Pull(uint64_t offset, absl::Span<float> out, uint32_t worker) {
 void DenseTable::ApplyLocal(uint64_t local, absl::Span<const float> gradient,
                             float lr_factor, const float* backup) {
   const float lambda = dc_lambda_;
+  const std::shared_ptr<CutState> cut = PendingCut();
   ForEachRun(local, gradient.size(), [&](uint64_t run_begin, uint64_t run_end) {
     std::vector<float> compensated;  // one per run: runs are concurrent
     ForEachBlock(run_begin, run_end, [&](uint64_t b, uint64_t e) {
+      if (cut) CopyBlockLocked(*cut, b / kBlockSize);
       const float* g = gradient.data() + (b - local);
       if (backup != nullptr) {
         Compensate(g, values_.data() + b, backup + b, e - b, lambda,
@@ -265,9 +268,94 @@ absl::Status DenseTable::Import(const TableSnapshot& snapshot) {
     return absl::InvalidArgumentError(absl::StrCat(
         "table '", config_.name, "': the snapshot holds non-finite values"));
   }
+  if (const std::shared_ptr<CutState> cut = PendingCut()) {
+    for (size_t b = 0; b < block_count(); ++b) {
+      absl::MutexLock lock(&blocks_[b].mu);
+      CopyBlockLocked(*cut, b);
+    }
+  }
   values_ = snapshot.values;
   state_ = snapshot.state;
   return absl::OkStatus();
+}
+
+struct DenseTable::CutState {
+  explicit CutState(size_t blocks)
+      : copied(blocks, 0), values(blocks), state(blocks) {}
+  std::vector<uint8_t> copied;
+  std::vector<std::vector<float>> values;
+  std::vector<std::vector<float>> state;
+  // Set once the cut is finished or let go: writers stop copying into it.
+  std::atomic<bool> dropped{false};
+};
+
+class DenseTable::Cut final : public TableCut {
+ public:
+  Cut(const DenseTable* table, std::shared_ptr<CutState> state)
+      : table_(table), state_(std::move(state)) {}
+  ~Cut() override { state_->dropped = true; }
+  size_t blocks() const override { return state_->copied.size(); }
+  void CopyBlock(size_t b) override {
+    absl::MutexLock lock(&table_->blocks_[b].mu);
+    table_->CopyBlockLocked(*state_, b);
+  }
+  TableSnapshot Finish() override {
+    state_->dropped = true;
+    TableSnapshot snapshot;
+    snapshot.values = Join(state_->values);
+    snapshot.state = Join(state_->state);
+    return snapshot;
+  }
+
+ private:
+  // The blocks as one vector, each freed once appended, so the copy is
+  // held about once, not twice.
+  static std::vector<float> Join(std::vector<std::vector<float>>& blocks) {
+    size_t total = 0;
+    for (const auto& block : blocks) total += block.size();
+    std::vector<float> out;
+    out.reserve(total);
+    for (auto& block : blocks) {
+      out.insert(out.end(), block.begin(), block.end());
+      std::vector<float>().swap(block);
+    }
+    return out;
+  }
+
+  const DenseTable* const table_;
+  const std::shared_ptr<CutState> state_;
+};
+
+std::shared_ptr<DenseTable::CutState> DenseTable::PendingCut() const {
+  absl::MutexLock lock(&cut_mu_);
+  return cut_;
+}
+
+void DenseTable::CopyBlockLocked(CutState& cut, size_t b) const
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  if (cut.copied[b] || cut.dropped) return;
+  const size_t begin = b * kBlockSize;
+  const size_t end = std::min<size_t>(values_.size(), begin + kBlockSize);
+  cut.values[b].assign(values_.begin() + begin, values_.begin() + end);
+  cut.state[b].assign(state_.begin() + begin * state_width_,
+                      state_.begin() + end * state_width_);
+  cut.copied[b] = 1;
+}
+
+std::unique_ptr<TableCut> DenseTable::BeginCut() {
+  auto state = std::make_shared<CutState>(block_count());
+  std::shared_ptr<CutState> earlier;
+  {
+    absl::MutexLock lock(&cut_mu_);
+    earlier = std::exchange(cut_, state);
+  }
+  if (earlier) {  // it stays exact: its missing blocks as they are still
+    for (size_t b = 0; b < block_count(); ++b) {
+      absl::MutexLock lock(&blocks_[b].mu);
+      CopyBlockLocked(*earlier, b);
+    }
+  }
+  return std::make_unique<Cut>(this, std::move(state));
 }
 
 std::unique_ptr<StepBuffer> DenseTable::NewBuffer() const {

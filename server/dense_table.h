@@ -17,6 +17,9 @@
 // Delay compensation (DC-ASGD) keeps, per worker, a copy of what that worker
 // last pulled from this shard: memory grows by range.size() floats for every
 // worker that pulls a DC table.
+//
+// Checkpoints cut it block by block (BeginCut, copy on write), so pushes
+// never wait for a copy of the whole table.
 #ifndef TAUPS_SERVER_DENSE_TABLE_H_
 #define TAUPS_SERVER_DENSE_TABLE_H_
 
@@ -76,11 +79,27 @@ class DenseTable final : public Table {
   // last pulled are not part of it (a worker pulls again after a restore).
   TableSnapshot Export() const override;
   absl::Status Import(const TableSnapshot& snapshot) override;
+  // Copy on write by lock block (kBlockSize elements with their state): a
+  // block an Apply, ApplyBuffer or Import is about to change is copied
+  // first, under the block's lock, if the pending cut lacks it; so the
+  // cut's pause is the allocation of its block table, and a writer waits
+  // for at most one block's copy per block it touches.
+  std::unique_ptr<TableCut> BeginCut() override;
 
  private:
   struct Block {
     mutable absl::Mutex mu;
   };
+  // A pending cut's copy: block b's entries are guarded by blocks_[b].mu.
+  struct CutState;
+  class Cut;
+  size_t block_count() const {
+    return (range_.size() + kBlockSize - 1) / kBlockSize;
+  }
+  // The cut writers copy blocks into before changing them (null: none).
+  std::shared_ptr<CutState> PendingCut() const;
+  // Copies block b into `cut` unless it holds it; blocks_[b].mu held.
+  void CopyBlockLocked(CutState& cut, size_t b) const;
   // Calls fn(local_begin, local_end, block) for each block overlapping the
   // local element range [begin, end), holding the block's lock.
   template <typename Fn>
@@ -117,6 +136,8 @@ class DenseTable final : public Table {
   // blocks_[i / kBlockSize].mu like values_.
   absl::flat_hash_map<uint32_t, std::unique_ptr<std::vector<float>>> backups_
       ABSL_GUARDED_BY(backup_mu_);
+  mutable absl::Mutex cut_mu_;  // a leaf: guards the pointer only
+  std::shared_ptr<CutState> cut_ ABSL_GUARDED_BY(cut_mu_);
   std::atomic<bool> delay_compensation_{false};
   std::atomic<float> dc_lambda_{0.0f};
 };

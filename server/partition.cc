@@ -27,9 +27,9 @@ Partition::Partition(std::unique_ptr<Table> table, const Clock* clock,
       dedup_(limits.dedup_per_incarnation, limits.dedup_max_incarnations,
              limits.budget) {}
 
-void Partition::Apply(absl::FunctionRef<void()> work)
+void Partition::Apply(absl::FunctionRef<void()> work, bool counted)
     ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  Writer self(work);
+  Writer self(work, counted);
   queue_mu_.Lock();
   queue_.push_back(&self);
   while (!self.done && queue_.front() != &self) self.cv.Wait(&queue_mu_);
@@ -52,7 +52,7 @@ void Partition::Apply(absl::FunctionRef<void()> work)
     for (Writer* writer : group) {
       const uint64_t step_before = step_hook_ ? controller_.open_step() : 0;
       writer->work();
-      ++applied_;
+      if (writer->counted) ++applied_;
       if (step_hook_) NotifyStepClosedLocked(step_before);
     }
     if (waiters_->size() > 0) {
@@ -343,6 +343,33 @@ PartitionSnapshot Partition::SnapshotLocked(
   return snapshot;
 }
 
+void PendingCut::CopyAll(const std::function<void()>& between) {
+  for (size_t b = 0; b < table->blocks(); ++b) {
+    table->CopyBlock(b);
+    if (between) between();
+  }
+}
+
+PartitionSnapshot PendingCut::Finish() {
+  PartitionSnapshot out = std::move(snapshot);
+  out.table = table->Finish();
+  return out;
+}
+
+PendingCut Partition::BeginCut() {
+  PendingCut cut;
+  Apply([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { cut = BeginCutLocked(); },
+        /*counted=*/false);
+  return cut;
+}
+
+PendingCut Partition::BeginCutLocked() {
+  PendingCut cut;
+  cut.snapshot = SnapshotLocked([](Table&) { return TableSnapshot(); });
+  cut.table = table_->BeginCut();
+  return cut;
+}
+
 void Partition::SetStepClosedHook(StepClosedHook hook) {
   absl::MutexLock lock(&state_mu_);
   step_hook_ = std::move(hook);
@@ -351,10 +378,7 @@ void Partition::SetStepClosedHook(StepClosedHook hook) {
 void Partition::NotifyStepClosedLocked(uint64_t before) {
   const uint64_t now = controller_.open_step();
   if (now != before + 1) return;
-  step_hook_(now, [this](absl::FunctionRef<TableSnapshot(Table&)> export_table)
-                      ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                        return SnapshotLocked(export_table);
-                      });
+  step_hook_(now, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return BeginCutLocked(); });
 }
 
 absl::Status Partition::Restore(const PartitionSnapshot& snapshot) {

@@ -85,6 +85,22 @@ struct PartitionSnapshot {
   DedupSnapshot dedup;
 };
 
+// A cut of a partition at one point of its apply order (Partition::BeginCut)
+// whose table storage is copied afterwards, block by block, while pushes go
+// on (TableCut: a push copies a block it is about to change first). The
+// rest (version, policy, dedup window) is copied at the cut.
+// Thread-compatible; CopyAll may run on one thread while another, which
+// owns the cut, runs CopyAll and then Finish.
+struct PendingCut {
+  PartitionSnapshot snapshot;  // its table empty until Finish
+  std::unique_ptr<TableCut> table;
+  // Copies every block not copied yet, calling between() after each (a
+  // test slows the copy down with it). Only while the partition lives.
+  void CopyAll(const std::function<void()>& between = nullptr);
+  // The partition as it was at the cut. Once, after CopyAll on this thread.
+  PartitionSnapshot Finish();
+};
+
 // What a pull reads, at one point of the apply order.
 struct PartitionRead {
   uint64_t version = 0;
@@ -163,15 +179,20 @@ class Partition {
   PartitionSnapshot SnapshotWith(
       absl::FunctionRef<TableSnapshot(Table&)> export_table) const;
 
+  // A cut at the current point of the apply order, taken on the apply path
+  // (it waits its turn like a push); its table is copied afterwards
+  // (PendingCut::CopyAll), so pushes wait only for the small state and the
+  // cut's block table, not for a copy of the table.
+  PendingCut BeginCut();
+
   // Called on the apply path right after a change that closed a step
   // (sync / semi_sync: the open step went up by one), with the steps closed
-  // now and `snapshot`, which exports the partition at exactly that point
-  // (the model of that step boundary). It runs under the state lock: it
-  // must be quick and must not call into this partition. Empty: none.
+  // now and `begin_cut`, which cuts the partition at exactly that point
+  // (the model of that step boundary) as BeginCut does. It runs under the
+  // state lock: it must be quick and must not call into this partition
+  // (but may copy an earlier PendingCut of it). Empty: none.
   using StepClosedHook = std::function<void(
-      uint64_t steps_closed,
-      absl::FunctionRef<PartitionSnapshot(
-          absl::FunctionRef<TableSnapshot(Table&)>)> snapshot)>;
+      uint64_t steps_closed, absl::FunctionRef<PendingCut()> begin_cut)>;
   void SetStepClosedHook(StepClosedHook hook);
   // Replaces everything but membership with `snapshot`, on the apply path.
   // INVALID_ARGUMENT (nothing changed) if it does not fit this table.
@@ -179,14 +200,17 @@ class Partition {
 
  private:
   struct Writer {
-    explicit Writer(absl::FunctionRef<void()> work) : work(work) {}
+    Writer(absl::FunctionRef<void()> work, bool counted)
+        : work(work), counted(counted) {}
     absl::FunctionRef<void()> work;
+    bool counted;  // a mutation (applied_); a cut is not
     bool done = false;
     absl::CondVar cv;
   };
   // Runs `work` on the apply path: queued, then run (by this thread or by
-  // the leader of its group) under state_mu_ held exclusively.
-  void Apply(absl::FunctionRef<void()> work);
+  // the leader of its group) under state_mu_ held exclusively. `counted`:
+  // it is one more mutation of the apply order.
+  void Apply(absl::FunctionRef<void()> work, bool counted = true);
 
   // `copy`: the slice's data copied before the lock (multi-slice pushes).
   absl::StatusOr<PushOutcome> PushLocked(const PushSlice& slice,
@@ -204,6 +228,7 @@ class Partition {
   PartitionSnapshot SnapshotLocked(
       absl::FunctionRef<TableSnapshot(Table&)> export_table) const
       ABSL_SHARED_LOCKS_REQUIRED(state_mu_);
+  PendingCut BeginCutLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
   // Calls step_hook_ if the open step went from `before` to before + 1.
   void NotifyStepClosedLocked(uint64_t before)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);

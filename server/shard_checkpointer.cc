@@ -54,6 +54,7 @@ ShardCheckpointer::~ShardCheckpointer() {
     stopping_ = true;
   }
   if (thread_.joinable()) thread_.join();
+  if (copier_.joinable()) copier_.join();
   for (auto& [name, weak] : hooked_) {
     if (std::shared_ptr<Partition> partition = weak.lock()) {
       partition->SetStepClosedHook(nullptr);
@@ -132,6 +133,9 @@ absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::Take(
     std::optional<uint64_t> step_cut, std::map<std::string, PartitionCheckpoint> cut,
     CheckpointTaken* report) {
   const absl::Time start = absl::Now();
+  // A step cut still being copied is finished first, so cutting its table
+  // again below does not finish it on the apply path.
+  if (options_.every_steps > 0) CopyStepCuts();
   ShardCheckpoint checkpoint;
   checkpoint.header.shard_index = store_->shard_index();
   checkpoint.header.shard_count = store_->num_shards();
@@ -152,6 +156,7 @@ absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::Take(
         store_->PartitionOf(info.config.name);
     if (!partition.ok()) continue;  // dropped meanwhile
     const absl::Time taken_at = absl::Now();
+    absl::Duration pause;  // the partition's apply path held
     auto copied = cut.find(info.config.name);
     auto* sparse = dynamic_cast<SparseTable*>(&(*partition)->table());
     if (copied != cut.end()) {
@@ -174,6 +179,7 @@ absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::Take(
         });
         since = 0;
       }
+      pause = absl::Now() - taken_at;
       if (incremental && since == 0) ++whole_in_delta;
       checkpoint.partitions.push_back(CheckpointOf(**partition, std::move(snapshot)));
       if (since > 0) {
@@ -182,9 +188,12 @@ absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::Take(
       }
       tracked[info.config.name] = TableTrack{*partition, cut_};
     } else {
-      checkpoint.partitions.push_back(CapturePartition(**partition));
+      PendingCut pending = (*partition)->BeginCut();
+      pause = absl::Now() - taken_at;
+      pending.CopyAll();  // pushes go on meanwhile
+      checkpoint.partitions.push_back(CheckpointOf(**partition, pending.Finish()));
     }
-    longest_pause = std::max(longest_pause, absl::Now() - taken_at);
+    longest_pause = std::max(longest_pause, pause);
     const PartitionCheckpoint& taken = checkpoint.partitions.back();
     versions += taken.snapshot.policy.version;
     const ConsistencyKind kind = taken.config.consistency.kind;
@@ -255,23 +264,89 @@ absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::Take(
   return written;
 }
 
-void ShardCheckpointer::OnStepClosed(
-    const std::string& table, uint64_t steps_closed, const Partition& partition,
-    absl::FunctionRef<PartitionSnapshot(absl::FunctionRef<TableSnapshot(Table&)>)>
-        snapshot) {
+void ShardCheckpointer::OnStepClosed(const std::string& table, uint64_t steps_closed,
+                                     const Partition& partition,
+                                     const std::weak_ptr<Partition>& self,
+                                     absl::FunctionRef<PendingCut()> begin_cut) {
   if (steps_closed % options_.every_steps != 0) return;
   const absl::Time start = absl::Now();
-  PartitionCheckpoint copy =
-      CheckpointOf(partition, snapshot([](Table& t) { return t.Export(); }));
+  std::shared_ptr<CutInCopy> earlier;
+  {
+    absl::MutexLock lock(&steps_mu_);
+    if (auto it = copying_.find(table); it != copying_.end()) {
+      earlier = std::move(it->second);
+      copying_.erase(it);
+    }
+  }
+  // Of an older table of this name: its own partition (kept by the copier
+  // while it copies) is gone or going; dropped.
+  if (earlier && (earlier->partition.owner_before(self) ||
+                  self.owner_before(earlier->partition))) {
+    earlier.reset();
+  }
+  if (earlier) {  // the copier is a cut behind: finish it here, still exact
+    earlier->cut.CopyAll();
+    FileStepCut(table, partition, *earlier);
+  }
+  auto cut = std::make_shared<CutInCopy>(CutInCopy{steps_closed, self, begin_cut()});
+  if (options_.copy_cut_on_apply_path) {
+    cut->cut.CopyAll();
+    FileStepCut(table, partition, *cut);
+  }
   {
     absl::MutexLock lock(&stats_mu_);  // a leaf, like steps_mu_
     stats_.longest_pause = std::max(stats_.longest_pause, absl::Now() - start);
+    if (earlier) ++stats_.cuts_finished_on_apply_path;
   }
   absl::MutexLock lock(&steps_mu_);
-  step_copies_[steps_closed][table] = std::move(copy);
+  if (!options_.copy_cut_on_apply_path) copying_[table] = std::move(cut);  // wakes the copier
+}
+
+void ShardCheckpointer::FileStepCut(const std::string& table, const Partition& partition,
+                                    CutInCopy& cut) {
+  PartitionCheckpoint copy = CheckpointOf(partition, cut.cut.Finish());
+  const TableSnapshot& t = copy.snapshot.table;
+  const uint64_t bytes = (t.values.size() + t.state.size()) * sizeof(float) +
+                         (t.keys.size() + t.row_versions.size()) * sizeof(uint64_t);
+  {
+    absl::MutexLock lock(&stats_mu_);
+    stats_.largest_cut_bytes = std::max(stats_.largest_cut_bytes, bytes);
+  }
+  absl::MutexLock lock(&steps_mu_);
+  step_copies_[cut.step][table] = std::move(copy);
   // A table far ahead of another must not pile up copies: keep 4 steps.
   while (step_copies_.size() > 4) step_copies_.erase(step_copies_.begin());
   step_copied_ = true;  // wakes Loop to write it
+}
+
+void ShardCheckpointer::CopyStepCuts() {
+  std::vector<std::pair<std::string, std::shared_ptr<CutInCopy>>> todo;
+  {
+    absl::MutexLock lock(&steps_mu_);
+    todo.assign(copying_.begin(), copying_.end());
+  }
+  const absl::Duration delay = options_.cut_block_delay;
+  for (auto& [table, cut] : todo) {
+    const std::shared_ptr<Partition> partition = cut->partition.lock();
+    bool mine = false;
+    if (partition != nullptr) {
+      // Block by block, each under its own lock: pushes go on meanwhile.
+      cut->cut.CopyAll([delay] {
+        if (delay > absl::ZeroDuration()) absl::SleepFor(delay);
+      });
+    }
+    {
+      absl::MutexLock lock(&steps_mu_);
+      auto it = copying_.find(table);
+      if (it != copying_.end() && it->second == cut) {
+        copying_.erase(it);
+        mine = true;
+      }
+    }
+    // Taken by the table's next cut meanwhile (which files it), or the
+    // table went (nothing to file).
+    if (mine && partition != nullptr) FileStepCut(table, *partition, *cut);
+  }
 }
 
 void ShardCheckpointer::HookNewTables() {
@@ -289,8 +364,9 @@ void ShardCheckpointer::HookNewTables() {
     if (it != hooked_.end() && it->second.lock() == *partition) continue;
     const std::string name = info.config.name;
     Partition* raw = partition->get();
-    raw->SetStepClosedHook([this, name, raw](uint64_t steps, auto snapshot) {
-      OnStepClosed(name, steps, *raw, snapshot);
+    std::weak_ptr<Partition> self = *partition;
+    raw->SetStepClosedHook([this, name, raw, self](uint64_t steps, auto begin_cut) {
+      OnStepClosed(name, steps, *raw, self, begin_cut);
     });
     hooked_[name] = *partition;
   }
@@ -339,6 +415,18 @@ void ShardCheckpointer::StartBackground() {
     return;
   }
   thread_ = std::thread([this] { Loop(); });
+  if (options_.every_steps > 0) copier_ = std::thread([this] { CopierLoop(); });
+}
+
+void ShardCheckpointer::CopierLoop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&steps_mu_);
+      steps_mu_.Await(absl::Condition(this, &ShardCheckpointer::CutsToCopy));
+      if (stopping_) return;
+    }
+    CopyStepCuts();
+  }
 }
 
 void ShardCheckpointer::Loop() {

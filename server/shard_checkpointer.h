@@ -18,10 +18,12 @@
 // delta covers everything since the last one written.
 //
 // Step cut (every_steps = N > 0): every sync and semi-sync table gets a
-// hook on its apply path (Partition::SetStepClosedHook) that copies the
-// table exactly when its k*N-th step closes; once every such table of the
-// shard has its copy for step k*N, the background thread (woken by the
-// copy) writes them (and the other tables as they are then) as one
+// hook on its apply path (Partition::SetStepClosedHook) that cuts the
+// table exactly when its k*N-th step closes (Partition::BeginCut: the small
+// state now, the storage copied block by block afterwards by the
+// copier thread, a push copying a block it is about to change first);
+// once every such table of the shard has its copy for step k*N, the
+// background thread writes them (and the other tables as they are then) as one
 // checkpoint whose header records sync_step = k*N; every complete step is
 // written, oldest first, while at most 4 steps' copies wait (older ones give
 // way). Shards running the same steps thus hold checkpoints of the same
@@ -29,6 +31,19 @@
 // after that step. Tables are hooked by the background thread, within
 // 200 ms of their creation. Async tables have no steps: each of their
 // checkpoints is consistent in itself only.
+//
+// The pause: a step cut holds the table's apply path for the small state
+// and the cut's block table only; pushes of the open step (gathered until
+// it closes) then never wait for the copy, and a change of a block (the
+// next step's close, a late push applied at once) waits for that block's
+// copy at most. One cut per table is copied at a time, holding at most one
+// extra copy of its storage; a cut of a table whose previous cut is still
+// being copied (the copier fell N steps behind) first finishes the
+// previous copy on the apply path (counted: cuts_finished_on_apply_path).
+// Checkpoints that are not step cuts (timer, versions, TakeNow) cut every
+// table the same way, one after another, and copy each before the next;
+// sparse tables of an incremental chain are exported under the
+// partition's shared lock (ExportChanges), as before.
 //
 // Checkpoints are taken when asked (TakeNow: an admin call, SIGTERM after
 // draining), and by a background thread every `interval` and/or when the
@@ -69,6 +84,12 @@ struct ShardCheckpointerOptions {
   // Restore only a checkpoint of this sync step (every shard given the
   // same step restores one model); unset: the newest.
   std::optional<uint64_t> restore_step;
+  // Tests: the background copy of a step cut sleeps this long after each
+  // block, so pushes can be seen going on while it copies.
+  absl::Duration cut_block_delay = absl::ZeroDuration();
+  // Benchmarks' reference: a step cut's whole copy is taken on the apply
+  // path, under the partition's lock (how cuts were copied before).
+  bool copy_cut_on_apply_path = false;
   absl::Status Validate() const;
 };
 
@@ -89,7 +110,13 @@ struct CheckpointerStats {
   uint64_t failed = 0;
   absl::Time last_success = absl::InfinitePast();
   absl::Duration last_duration;
-  absl::Duration longest_pause;  // longest single partition cut
+  // Longest time one partition's apply path was held to cut it (its copy
+  // runs afterwards, block by block).
+  absl::Duration longest_pause;
+  // Step cuts whose copy the apply path had to finish (the copier was a
+  // cut behind), and the largest table copy held (bytes of storage).
+  uint64_t cuts_finished_on_apply_path = 0;
+  uint64_t largest_cut_bytes = 0;
   uint64_t last_bytes = 0;
   uint64_t incremental = 0;      // of `taken`, deltas
   uint64_t step_cuts = 0;        // of `taken`, at a step boundary
@@ -133,6 +160,20 @@ class ShardCheckpointer {
   // TakeNow, saying what the checkpoint holds; it is durable on return.
   absl::StatusOr<CheckpointTaken> TakeNowReporting() ABSL_LOCKS_EXCLUDED(write_mu_);
   void StartBackground();
+
+  // Rolling a running shard back to a step cut (checkpoint_rollback.cc).
+  // StepCheckpoints: sequence -> sync step of each complete checkpoint
+  // that records one, from the manifests alone (one pruned meanwhile is
+  // left out). LoadStep: the newest checkpoint of `step`, every file read
+  // and checked (a delta folded with its chain), nothing renamed; NOT_FOUND
+  // when none records that step. RestoreInPlace runs `restore` (which puts
+  // a loaded checkpoint into the tables) with no checkpoint being taken;
+  // when it succeeds the next checkpoint is a full one and the step copies
+  // taken before it are dropped.
+  absl::StatusOr<std::map<uint64_t, uint64_t>> StepCheckpoints();
+  absl::StatusOr<LoadedCheckpoint> LoadStep(uint64_t step) ABSL_LOCKS_EXCLUDED(write_mu_);
+  absl::Status RestoreInPlace(absl::FunctionRef<absl::Status()> restore)
+      ABSL_LOCKS_EXCLUDED(write_mu_);
   CheckpointerStats stats() const ABSL_LOCKS_EXCLUDED(stats_mu_);
   // taups_checkpoints_total, taups_checkpoint_failures_total,
   // taups_checkpoint_last_success_timestamp_seconds (0: none yet),
@@ -172,10 +213,23 @@ class ShardCheckpointer {
   // of them have a copy of, oldest first.
   void HookNewTables();
   void WriteCompleteStep();
+  // A step cut being copied.
+  struct CutInCopy {
+    uint64_t step = 0;
+    std::weak_ptr<Partition> partition;  // whose table `cut` copies
+    PendingCut cut;
+  };
+  // `self` is `partition`'s own pointer (a table dropped and created again
+  // under its name is another partition).
   void OnStepClosed(const std::string& table, uint64_t steps_closed,
-                    const Partition& partition,
-                    absl::FunctionRef<PartitionSnapshot(
-                        absl::FunctionRef<TableSnapshot(Table&)>)> snapshot);
+                    const Partition& partition, const std::weak_ptr<Partition>& self,
+                    absl::FunctionRef<PendingCut()> begin_cut);
+  // Copies the pending step cuts and files each in step_copies_ (Loop, and
+  // Take before it cuts tables again).
+  void CopyStepCuts();
+  // Finishes `cut` (copied on this thread) and files it for its step.
+  void FileStepCut(const std::string& table, const Partition& partition,
+                   CutInCopy& cut) ABSL_LOCKS_EXCLUDED(steps_mu_);
 
   ParameterStore* const store_;
   const std::unique_ptr<CheckpointStore> files_;
@@ -192,13 +246,25 @@ class ShardCheckpointer {
   bool Woken() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(steps_mu_) {
     return step_copied_ || stopping_;
   }
+  // The copier thread: copies step cuts as they come, apart from Loop's
+  // writes, so a slow write does not leave the next cut to the apply path.
+  void CopierLoop();
+  bool CutsToCopy() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(steps_mu_) {
+    return !copying_.empty() || stopping_;
+  }
 
   absl::Mutex steps_mu_;  // a leaf: taken under partition locks
   StepCopies step_copies_ ABSL_GUARDED_BY(steps_mu_);
+  // Step cuts being copied, one per table at most; whoever takes one out
+  // (the copier once it copied every block, or the table's next cut)
+  // finishes and files it.
+  std::map<std::string, std::shared_ptr<CutInCopy>> copying_
+      ABSL_GUARDED_BY(steps_mu_);
   bool step_copied_ ABSL_GUARDED_BY(steps_mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(steps_mu_) = false;
   std::map<std::string, std::weak_ptr<Partition>> hooked_;  // Loop only
   std::thread thread_;
+  std::thread copier_;  // with every_steps only
 };
 
 }  // namespace taups

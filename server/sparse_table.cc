@@ -1,8 +1,10 @@
 #include "server/sparse_table.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -161,10 +163,12 @@ void SparseTable::ForEachStripeGroup(absl::Span<const uint64_t> keys,
   for (size_t i = 0; i < keys.size(); ++i) {
     order[next[stripe_of[i]]++] = static_cast<uint32_t>(i);
   }
+  const std::shared_ptr<CutState> cut = PendingCut();
   for (int s = 0; s < kStripes; ++s) {
     if (begin[s] == begin[s + 1]) continue;
     Stripe& stripe = *stripes_[s];
     absl::MutexLock lock(&stripe.mu);
+    if (cut) CopyStripeLocked(*cut, s);
     fn(stripe, absl::MakeConstSpan(order.data() + begin[s],
                                    begin[s + 1] - begin[s]));
   }
@@ -316,9 +320,12 @@ void SparseTable::RecordRowTau(const RowTauSink& sink,
 void SparseTable::ExpireIdle() {
   if (ttl_ns_ == 0) return;
   const int64_t now = NowNanos();
-  for (const auto& stripe : stripes_) {
-    absl::MutexLock lock(&stripe->mu);
-    stripe->rows.ExpireIdle(now, kMaxExpiredPerStripePerCall);
+  const std::shared_ptr<CutState> cut = PendingCut();
+  for (int s = 0; s < kStripes; ++s) {
+    Stripe& stripe = *stripes_[s];
+    absl::MutexLock lock(&stripe.mu);
+    if (cut) CopyStripeLocked(*cut, s);
+    stripe.rows.ExpireIdle(now, kMaxExpiredPerStripePerCall);
   }
 }
 
@@ -520,8 +527,95 @@ absl::Status SparseTable::Import(const TableSnapshot& snapshot) {
                 row + dim_);
     stripe.rows.version(slot) = snapshot.row_versions[r];
   }
+  if (const std::shared_ptr<CutState> cut = PendingCut()) CopyAllStripes(*cut);
+  absl::MutexLock lock(&stripes_mu_);
   stripes_ = std::move(stripes);
   return absl::OkStatus();
+}
+
+struct SparseTable::CutState {
+  CutState() : copied(kStripes, 0), rows(kStripes) {}
+  std::vector<uint8_t> copied;
+  std::vector<TableSnapshot> rows;
+  // Set once the cut is finished or let go: requests stop copying into it.
+  std::atomic<bool> dropped{false};
+};
+
+class SparseTable::Cut final : public TableCut {
+ public:
+  Cut(const SparseTable* table, std::shared_ptr<CutState> state)
+      : table_(table), state_(std::move(state)) {}
+  ~Cut() override { state_->dropped = true; }
+  size_t blocks() const override { return kStripes; }
+  void CopyBlock(size_t b) override {
+    absl::ReaderMutexLock stripes(&table_->stripes_mu_);
+    Stripe& stripe = *table_->stripes_[b];
+    absl::MutexLock lock(&stripe.mu);
+    table_->CopyStripeLocked(*state_, static_cast<int>(b));
+  }
+  TableSnapshot Finish() override {
+    state_->dropped = true;
+    TableSnapshot out;
+    size_t rows = 0, values = 0, state = 0;
+    for (const TableSnapshot& s : state_->rows) {
+      rows += s.keys.size();
+      values += s.values.size();
+      state += s.state.size();
+    }
+    out.keys.reserve(rows);
+    out.row_versions.reserve(rows);
+    out.values.reserve(values);
+    out.state.reserve(state);
+    for (TableSnapshot& s : state_->rows) {
+      out.keys.insert(out.keys.end(), s.keys.begin(), s.keys.end());
+      out.row_versions.insert(out.row_versions.end(), s.row_versions.begin(),
+                              s.row_versions.end());
+      out.values.insert(out.values.end(), s.values.begin(), s.values.end());
+      out.state.insert(out.state.end(), s.state.begin(), s.state.end());
+      s = TableSnapshot();  // freed once appended: the copy is held once
+    }
+    return out;
+  }
+
+ private:
+  const SparseTable* const table_;
+  const std::shared_ptr<CutState> state_;
+};
+
+std::shared_ptr<SparseTable::CutState> SparseTable::PendingCut() const {
+  absl::MutexLock lock(&cut_mu_);
+  return cut_;
+}
+
+void SparseTable::CopyStripeLocked(CutState& cut, int s) const
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  if (cut.copied[s] || cut.dropped) return;
+  const Stripe& stripe = *stripes_[s];
+  TableSnapshot& out = cut.rows[s];
+  stripe.rows.ForEachRow([&](uint64_t key, uint32_t slot)
+                             ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    CopyRowLocked(stripe, key, slot, out);
+  });
+  cut.copied[s] = 1;
+}
+
+void SparseTable::CopyAllStripes(CutState& cut) const {
+  for (int s = 0; s < kStripes; ++s) {
+    Stripe& stripe = *stripes_[s];
+    absl::MutexLock lock(&stripe.mu);
+    CopyStripeLocked(cut, s);
+  }
+}
+
+std::unique_ptr<TableCut> SparseTable::BeginCut() {
+  auto state = std::make_shared<CutState>();
+  std::shared_ptr<CutState> earlier;
+  {
+    absl::MutexLock lock(&cut_mu_);
+    earlier = std::exchange(cut_, state);
+  }
+  if (earlier) CopyAllStripes(*earlier);  // it stays exact
+  return std::make_unique<Cut>(this, std::move(state));
 }
 
 }  // namespace taups

@@ -17,7 +17,8 @@
 // Thread-safe. Keys are spread over kStripes stripes by hash; each stripe has
 // its own mutex, hash map and row arena, so requests for different keys
 // mostly run in parallel; a request locks each stripe it touches once.
-// Callers validate requests before calling.
+// Callers validate requests before calling. Checkpoints cut it stripe by
+// stripe (BeginCut, copy on write).
 #ifndef TAUPS_SERVER_SPARSE_TABLE_H_
 #define TAUPS_SERVER_SPARSE_TABLE_H_
 
@@ -133,6 +134,13 @@ class SparseTable final : public Table {
     bool complete = true;
   };
   Changes ExportChanges(uint32_t since, uint32_t cut);
+  // Copy on write by stripe: a request about to lock a stripe the pending
+  // cut lacks (Pull, Apply, ExpireIdle, Import, and the read-only checks,
+  // which go through the same path) copies its rows first, under its
+  // lock, so rows created, updated, evicted or expired after the cut are
+  // in it as they were at the cut; a request waits for at most one
+  // stripe's copy per stripe it touches. Finish gives Export's order.
+  std::unique_ptr<TableCut> BeginCut() override;
 
   // Expires rows idle for the ttl (bounded work per stripe per call; the
   // rest go on the next call or on their next touch). No-op without a ttl.
@@ -145,6 +153,14 @@ class SparseTable final : public Table {
     mutable absl::Mutex mu;
     StripeRows rows ABSL_GUARDED_BY(mu);
   };
+  // A pending cut's copy: stripe s's entries are guarded by stripes_[s]->mu.
+  struct CutState;
+  class Cut;
+  std::shared_ptr<CutState> PendingCut() const;
+  // Copies stripe s into `cut` unless it holds it; stripes_[s]->mu held.
+  void CopyStripeLocked(CutState& cut, int s) const;
+  // Every stripe into `cut`, each under its lock.
+  void CopyAllStripes(CutState& cut) const;
   static int StripeIndexOf(uint64_t key);
   int64_t NowNanos() const;
   // Calls fn(stripe, positions) once per stripe that keys hit, holding that
@@ -182,7 +198,12 @@ class SparseTable final : public Table {
   const int64_t ttl_ns_;
   const uint64_t row_limit_;
   StripeOptions stripe_options_;
+  // Import replaces the stripes under it (writer); a cut's copier, which
+  // does not hold the partition's lock, reads stripes_ under it (reader).
+  mutable absl::Mutex stripes_mu_;
   std::vector<std::unique_ptr<Stripe>> stripes_;
+  mutable absl::Mutex cut_mu_;  // a leaf: guards the pointer only
+  std::shared_ptr<CutState> cut_ ABSL_GUARDED_BY(cut_mu_);
   mutable absl::Mutex tau_mu_;  // a leaf lock: taken after stripe locks
   Histogram row_tau_ ABSL_GUARDED_BY(tau_mu_);
 };

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -61,6 +62,28 @@ struct BufferSnapshot {
   bool operator==(const BufferSnapshot&) const = default;
 };
 
+// A checkpoint's copy of a table taken block by block (Table::BeginCut):
+// the table as it was at the cut, while writers go on. A writer about to
+// change a block not copied yet copies it first (copy on write); the
+// checkpointer copies the rest with CopyBlock, one block under that block's
+// lock at a time, so no writer waits for more than one block's copy. The
+// copy holds at most one extra copy of the table's storage.
+//
+// Thread-safe. CopyBlock may run on several threads at once and only while
+// the table lives; the destructor never touches the table (a table dropped
+// with a cut pending is fine). Finish is called once, by a thread that ran
+// CopyBlock(b) for every b after the cut began (each then took block b's
+// lock after whoever copied it, so the copies are visible to it).
+class TableCut {
+ public:
+  virtual ~TableCut() = default;
+  virtual size_t blocks() const = 0;
+  // Block b into the copy, unless it is there already.
+  virtual void CopyBlock(size_t b) = 0;
+  // The table as it was at the cut (as Table::Export returned it then).
+  virtual TableSnapshot Finish() = 0;
+};
+
 // A sum of gradient parts, kept until a step closes. Thread-compatible.
 class StepBuffer {
  public:
@@ -109,7 +132,29 @@ class Table {
   // Replaces the storage with `snapshot`; INVALID_ARGUMENT (and nothing
   // changed) if it does not fit this table or holds non-finite values.
   virtual absl::Status Import(const TableSnapshot& snapshot) = 0;
+  // A cut of the storage as it is now, copied later (see TableCut). The
+  // caller keeps writers out while it runs, as for Export. A cut begun
+  // while an earlier one of this table is pending first completes the
+  // earlier one (so it stays exact). This default copies everything at
+  // once (Export) and hands it over whole.
+  virtual std::unique_ptr<TableCut> BeginCut();
 };
+
+// The default cut: Export now, one block.
+class ExportedCut final : public TableCut {
+ public:
+  explicit ExportedCut(TableSnapshot snapshot) : snapshot_(std::move(snapshot)) {}
+  size_t blocks() const override { return 1; }
+  void CopyBlock(size_t) override {}
+  TableSnapshot Finish() override { return std::move(snapshot_); }
+
+ private:
+  TableSnapshot snapshot_;
+};
+
+inline std::unique_ptr<TableCut> Table::BeginCut() {
+  return std::make_unique<ExportedCut>(Export());
+}
 
 }  // namespace taups
 
