@@ -12,13 +12,15 @@ bool HaveOpenssl() {
 }
 
 bool MakeTestPki(const std::string& dir, TestPki* pki) {
+  // ca <file> <name>: a self-signed CA valid two days.
   // sign <file> <CA file> <name> <extra SANs> <key usage> <days>
   const std::string script = absl::StrCat(
       "set -e; cd '", dir, "'\n",
       "o() { openssl \"$@\" >>openssl.log 2>&1; }\n"
       "key='-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes'\n"
-      "o req -x509 $key -keyout ca.key -out ca.pem -days 2 -subj /CN=taups-test-ca\n"
-      "o req -x509 $key -keyout other.key -out other.pem -days 2 -subj /CN=other-ca\n"
+      "ca() { o req -x509 $key -keyout $1.key -out $1.pem -days 2 -subj /CN=$2; }\n"
+      "ca ca taups-test-ca\n"
+      "ca other other-ca\n"
       "sign() {\n"
       "  o req $key -keyout $1.key -out $1.csr -subj /CN=$3\n"
       "  printf 'subjectAltName=DNS:%s%s\\nextendedKeyUsage=%s\\n' $3 \"$4\" $5 > $1.ext\n"
