@@ -82,9 +82,20 @@ absl::StatusOr<PushOutcome> Partition::Push(const PushSlice& slice) {
   }
   // A slice that may be staged is copied before the apply path, so the
   // copies of concurrent slices run in parallel rather than one after
-  // another under the lock (the completing slice's copy goes unused).
+  // another under the lock. The slice that completes its push is applied
+  // from where it lies: when a glance at the staged slices (only if the
+  // lock is free now) says it completes, it is not copied. A wrong guess
+  // costs only time: a slice to be staged without a copy is copied under
+  // the lock (StagedPushes::Add).
   std::optional<StagedSlice> copy;
-  if (slice.header.slices > 1) copy = StagedSlice::CopyOf(slice.index, slice.part);
+  if (slice.header.slices > 1) {
+    bool completes = false;
+    if (state_mu_.ReaderTryLock()) {
+      completes = staged_.WouldComplete(slice.origin, slice.index, slice.header);
+      state_mu_.ReaderUnlock();
+    }
+    if (!completes) copy = StagedSlice::CopyOf(slice.index, slice.part);
+  }
   absl::StatusOr<PushOutcome> answer;
   Apply([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     answer = PushLocked(slice, copy ? &*copy : nullptr);

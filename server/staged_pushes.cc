@@ -91,6 +91,20 @@ absl::StatusOr<StagedPushes::Added> StagedPushes::Add(
   return Added::kStaged;
 }
 
+bool StagedPushes::WouldComplete(const PushOrigin& origin, uint32_t index,
+                                 const PushHeader& header) const {
+  if (header.slices <= 1) return index == 0;
+  auto it = pushes_.find(KeyOf(origin));
+  if (it == pushes_.end() || !(it->second.header == header) ||
+      it->second.slices.size() + 1 != header.slices) {
+    return false;
+  }
+  for (const StagedSlice& s : it->second.slices) {
+    if (s.index == index) return false;
+  }
+  return index < header.slices;
+}
+
 std::vector<StagedSlice> StagedPushes::Take(const PushOrigin& origin) {
   auto it = pushes_.find(KeyOf(origin));
   if (it == pushes_.end()) return {};

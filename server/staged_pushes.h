@@ -74,6 +74,11 @@ class StagedPushes {
   absl::StatusOr<Added> Add(const PushOrigin& origin, uint32_t index,
                             const PushHeader& header, const GradientPart& part,
                             absl::Time now, StagedSlice* prepared = nullptr);
+  // Whether Add(origin, index, header, ...) would answer kComplete now
+  // (every other slice of the push is staged, this one is not); changes
+  // nothing. Lets a caller skip copying a slice that will not be staged.
+  bool WouldComplete(const PushOrigin& origin, uint32_t index,
+                     const PushHeader& header) const;
   // Removes a push and returns its staged slices, ordered by index.
   std::vector<StagedSlice> Take(const PushOrigin& origin);
   // Removes a push, if staged.
