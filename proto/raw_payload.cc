@@ -64,6 +64,20 @@ class Cursor {
     return true;
   }
 
+  // The next `n` bytes as views into the chunks, in order (no copy).
+  bool Pieces(uint64_t n, std::vector<absl::string_view>* out) {
+    out->clear();
+    while (n > 0) {
+      if (AtEnd()) return false;
+      const absl::string_view rest = chunks_[chunk_].substr(at_);
+      const size_t take = static_cast<size_t>(std::min<uint64_t>(n, rest.size()));
+      out->push_back(rest.substr(0, take));
+      Advance(take);
+      n -= take;
+    }
+    return true;
+  }
+
   // The next `n` bytes as one view: in place when they lie in one chunk,
   // else copied into `scratch` (set *copied).
   bool Take(uint64_t n, std::string* scratch, absl::string_view* out,
@@ -293,43 +307,88 @@ absl::Status DecodeMessage(const grpc::ByteBuffer& buffer,
   return absl::OkStatus();
 }
 
-absl::Status DecodeWithPayload(const grpc::ByteBuffer& buffer, uint32_t field,
-                               google::protobuf::MessageLite* header,
-                               ReceivedPayload* payload) {
-  payload->slices_.clear();
-  payload->scratch_.clear();
-  payload->view_ = absl::string_view();
-  if (buffer.Length() > 0 && !buffer.Dump(&payload->slices_).ok()) {
+namespace {
+
+// The received slices of `buffer` in `slices`, walked (Walk) with
+// `take(cursor, length)` reading each occurrence of the payload field
+// (false: truncated); then every other field parsed into `header`.
+template <typename Take>
+absl::Status DecodeSplit(const grpc::ByteBuffer& buffer, uint32_t field,
+                         google::protobuf::MessageLite* header,
+                         std::vector<grpc::Slice>* slices, Take take) {
+  slices->clear();
+  if (buffer.Length() > 0 && !buffer.Dump(slices).ok()) {
     return absl::InternalError("cannot read the received message");
   }
   std::vector<absl::string_view> chunks;
-  chunks.reserve(payload->slices_.size());
-  for (const grpc::Slice& slice : payload->slices_) {
+  chunks.reserve(slices->size());
+  for (const grpc::Slice& slice : *slices) {
     chunks.emplace_back(reinterpret_cast<const char*>(slice.begin()),
                         slice.size());
   }
   Cursor cursor(std::move(chunks));
   std::string header_bytes;
-  bool copied = false;
   absl::Status walked =
       Walk(cursor, field, &header_bytes, [&](uint64_t length) {
-        if (!cursor.Take(length, &payload->scratch_, &payload->view_,
-                         &copied)) {
+        if (!take(cursor, length)) {
           return absl::InvalidArgumentError(
               absl::StrCat("message bytes: field ", field, " is truncated"));
         }
         return absl::OkStatus();
       });
   if (!walked.ok()) return walked;
-  if (!copied) payload->scratch_.clear();  // a later in-place copy won
-  if (!payload->view_.empty()) {
-    (copied ? payloads_copied : payloads_in_place).fetch_add(1);
-  }
   if (!header->ParseFromString(header_bytes)) {
     return absl::InvalidArgumentError(
         "message bytes: the fields beside the tensor do not parse");
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status DecodeWithPayload(const grpc::ByteBuffer& buffer, uint32_t field,
+                               google::protobuf::MessageLite* header,
+                               ReceivedPayload* payload) {
+  payload->scratch_.clear();
+  payload->view_ = absl::string_view();
+  bool copied = false;
+  absl::Status decoded = DecodeSplit(
+      buffer, field, header, &payload->slices_,
+      [&](Cursor& cursor, uint64_t length) {
+        return cursor.Take(length, &payload->scratch_, &payload->view_,
+                           &copied);
+      });
+  if (!decoded.ok()) return decoded;
+  if (!copied) payload->scratch_.clear();  // a later in-place copy won
+  if (!payload->view_.empty()) {
+    (copied ? payloads_copied : payloads_in_place).fetch_add(1);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodeLeavingPayload(const grpc::ByteBuffer& buffer,
+                                  uint32_t field,
+                                  google::protobuf::MessageLite* header,
+                                  PayloadPieces* payload) {
+  payload->pieces_.clear();
+  payload->size_ = 0;
+  return DecodeSplit(buffer, field, header, &payload->slices_,
+                     [&](Cursor& cursor, uint64_t length) {
+                       payload->size_ = static_cast<size_t>(length);
+                       return cursor.Pieces(length, &payload->pieces_);
+                     });
+}
+
+void PayloadPieces::CopyTo(char* dest) const {
+  for (absl::string_view piece : pieces_) {
+    std::memcpy(dest, piece.data(), piece.size());
+    dest += piece.size();
+  }
+}
+
+void PayloadPieces::AssignTo(std::string* out) const {
+  out->resize(size_);
+  if (size_ > 0) CopyTo(out->data());
 }
 
 PayloadCopyCounts ReceivedPayloadCounts() {

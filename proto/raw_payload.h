@@ -13,7 +13,8 @@
 // slice that points at the caller's memory (no copy); the caller learns
 // through `on_release` when gRPC has let go of it.
 //
-// Receiving: DecodeWithPayload walks the received slices, hands every other
+// Receiving: DecodeWithPayload (or DecodeLeavingPayload, which never
+// copies: the client's pulls) walks the received slices, hands every other
 // field to protobuf (header fields are small; new ones come for free) and
 // keeps the payload as a view into the received slices when it lies in one
 // of them, or copies it once into its own buffer when it spans several (gRPC
@@ -107,6 +108,34 @@ class ReceivedPayload {
 absl::Status DecodeWithPayload(const grpc::ByteBuffer& buffer, uint32_t field,
                                google::protobuf::MessageLite* header,
                                ReceivedPayload* payload);
+
+// A received payload left where gRPC put it: views into the received
+// slices (held here), in order, so the caller copies it once, straight to
+// where it belongs. Empty when the message did not carry the field.
+// Thread-compatible.
+class PayloadPieces {
+ public:
+  size_t size() const { return size_; }
+  // Writes the size() bytes to `dest`.
+  void CopyTo(char* dest) const;
+  // Makes `out` the payload (one copy).
+  void AssignTo(std::string* out) const;
+
+ private:
+  friend absl::Status DecodeLeavingPayload(const grpc::ByteBuffer&, uint32_t,
+                                           google::protobuf::MessageLite*,
+                                           PayloadPieces*);
+  std::vector<grpc::Slice> slices_;
+  std::vector<absl::string_view> pieces_;
+  size_t size_ = 0;
+};
+
+// DecodeWithPayload, leaving the payload in the received slices whatever
+// their number (no copy); the same checks and errors.
+absl::Status DecodeLeavingPayload(const grpc::ByteBuffer& buffer,
+                                  uint32_t field,
+                                  google::protobuf::MessageLite* header,
+                                  PayloadPieces* payload);
 
 // Times a payload was copied on receipt because it spanned slices, and times
 // it was used in place; process-wide, for benchmarks and tests.

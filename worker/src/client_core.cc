@@ -388,7 +388,8 @@ absl::StatusOr<PullInfo> ClientCore::PullDense(absl::string_view table,
 absl::StatusOr<PushResult> ClientCore::PushDense(
     absl::string_view table, absl::Span<const float> gradient,
     const PullInfo* basis) {
-  return Wait(PushDenseAsync(table, gradient, basis));
+  return Wait(PushDenseImpl(table, gradient, nullptr, basis,
+                            /*borrow_gradient=*/true));
 }
 
 }  // namespace taups

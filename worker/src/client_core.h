@@ -154,10 +154,12 @@ class ClientCore final : public Client {
   absl::StatusOr<std::shared_ptr<const TableMeta>> Meta(absl::string_view name);
   std::shared_ptr<const TableMeta> Remember(const TableConfig& config);
   // PushDenseAsync and PushDenseWith: exactly one of `gradient` (a span of
-  // the table's size) and `encoder` is used.
+  // the table's size) and `encoder` is used. `borrow_gradient`: the caller
+  // keeps `gradient` until the future is ready (PushDense), so it is sent
+  // from there; else it is copied first.
   std::future<absl::StatusOr<PushResult>> PushDenseImpl(
       absl::string_view table, absl::Span<const float> gradient,
-      SliceEncoder* encoder, const PullInfo* basis);
+      SliceEncoder* encoder, const PullInfo* basis, bool borrow_gradient);
   // The table's compression state; a default one (no codec) on first use.
   std::shared_ptr<TableCompression> CompressionOf(const std::string& table);
   // Base versions for a push: `basis` if given, else the last pull's.

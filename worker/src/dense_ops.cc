@@ -1,4 +1,7 @@
 // ClientCore's dense-table calls: one RPC per slice, all in flight at once.
+// The tensor's bytes travel beside each slice's message (DensePushCall,
+// DensePullCall): a raw push sends from the caller's memory, a raw pull's
+// answer is copied once, into the caller's buffer.
 #include <cstring>
 #include <limits>
 
@@ -69,7 +72,13 @@ std::future<absl::StatusOr<PullInfo>> ClientCore::PullDenseAsync(
         state->promise.set_value(std::move(state->info));
       });
   for (const DenseSlice& slice : (*meta)->slices) {
-    v1::PullDenseRequest request;
+    // A raw answer is copied once, by the transport, from the received
+    // bytes straight into this slice of `values`.
+    DensePullCall call;
+    call.values = absl::MakeSpan(
+        reinterpret_cast<char*>(values.data() + slice.offset),
+        slice.count * sizeof(float));
+    v1::PullDenseRequest& request = call.header;
     request.set_table(name);
     request.set_offset(slice.offset);
     request.set_count(slice.count);
@@ -80,13 +89,17 @@ std::future<absl::StatusOr<PullInfo>> ClientCore::PullDenseAsync(
       request.set_pull_codec(static_cast<v1::Codec>(pull_codec));
       request.set_pull_bucket_size(compression->config().pull_bucket_size);
     }
-    Call<v1::PullDenseRequest>(
-        slice.shard, std::move(request),
+    CallKeeping<DensePullCall>(
+        policy_, slice.shard, std::move(call),
         [this, state, fan, slice, values, compression](
-            const absl::Status& status, v1::PullDenseResponse* response) {
+            const absl::Status& status, v1::PullDenseResponse* response,
+            DensePullCall* sent) {
           if (!status.ok()) return fan->Report(status);
           absl::Span<float> out = values.subspan(slice.offset, slice.count);
-          if (response->encoded()) {
+          uint64_t wire_bytes = response->values().size();
+          if (sent->landed) {
+            wire_bytes = slice.count * sizeof(float);
+          } else if (response->encoded()) {
             absl::Status decoded = DecodePulled(response->values(), out);
             if (!decoded.ok()) {
               return fan->Report(absl::InternalError(absl::StrCat(
@@ -97,12 +110,11 @@ std::future<absl::StatusOr<PullInfo>> ClientCore::PullDenseAsync(
             return fan->Report(absl::InternalError(absl::StrCat(
                 "shard ", slice.shard, " returned ", response->values().size(),
                 " bytes for ", slice.count, " floats")));
-          } else {
-            std::memcpy(out.data(), response->values().data(),
-                        response->values().size());
+          } else {  // the transport lands every raw answer of this size
+            return fan->Report(absl::InternalError(absl::StrCat(
+                "shard ", slice.shard, "'s answer did not reach the buffer")));
           }
-          compression->CountPull(slice.count * sizeof(float),
-                                 response->values().size());
+          compression->CountPull(slice.count * sizeof(float), wire_bytes);
           const bool restarted =
               NoteIncarnation(slice.shard, response->server_incarnation());
           {
@@ -124,18 +136,20 @@ std::future<absl::StatusOr<PullInfo>> ClientCore::PullDenseAsync(
 std::future<absl::StatusOr<PushResult>> ClientCore::PushDenseAsync(
     absl::string_view table, absl::Span<const float> gradient,
     const PullInfo* basis) {
-  return PushDenseImpl(table, gradient, nullptr, basis);
+  return PushDenseImpl(table, gradient, nullptr, basis,
+                       /*borrow_gradient=*/false);
 }
 
 absl::StatusOr<PushResult> ClientCore::PushDenseWith(absl::string_view table,
                                                      SliceEncoder& encoder,
                                                      const PullInfo* basis) {
-  return PushDenseImpl(table, {}, &encoder, basis).get();
+  return PushDenseImpl(table, {}, &encoder, basis, /*borrow_gradient=*/true)
+      .get();
 }
 
 std::future<absl::StatusOr<PushResult>> ClientCore::PushDenseImpl(
     absl::string_view table, absl::Span<const float> gradient,
-    SliceEncoder* encoder, const PullInfo* basis) {
+    SliceEncoder* encoder, const PullInfo* basis, bool borrow_gradient) {
   auto meta = Meta(table);
   if (!meta.ok()) return Ready<PushResult>(meta.status());
   const TableConfig& config = (*meta)->config;
@@ -173,6 +187,7 @@ std::future<absl::StatusOr<PushResult>> ClientCore::PushDenseImpl(
     deferred.deferred = true;
     return Ready<PushResult>(absl::OkStatus(), std::move(deferred));
   }
+  const float* const caller_gradient = gradient.data();
   gradient = pending->gradient();
   const bool encode = encoder != nullptr ||
                       compress.push.codec != CodecKind::kNone ||
@@ -190,11 +205,20 @@ std::future<absl::StatusOr<PushResult>> ClientCore::PushDenseImpl(
     // Declared after the TableCompression it points into: destroyed first.
     std::shared_ptr<TableCompression> compression;
     std::unique_ptr<PendingDensePush> pending;
+    std::vector<float> gradient_copy;  // PushDenseAsync's own gradient
   };
   auto state = std::make_shared<State>();
   state->result.shards.resize(shards_.size());
   state->compression = compression;
   state->pending = std::move(pending);
+  // The slices borrow what they send until every call (each retry and a
+  // redo) is done: the encoded blocks and an accumulated sum belong to the
+  // pending push; the caller's gradient is borrowed only by a caller that
+  // waits for the answer (PushDense), else copied once here.
+  if (!encode && !borrow_gradient && gradient.data() == caller_gradient) {
+    state->gradient_copy.assign(gradient.begin(), gradient.end());
+    gradient = state->gradient_copy;
+  }
   auto future = state->promise.get_future();
   std::shared_ptr<const TableMeta> plan = *meta;
   auto fan = std::make_shared<FanIn>(
@@ -224,22 +248,22 @@ std::future<absl::StatusOr<PushResult>> ClientCore::PushDenseImpl(
   const bool clips = plan->config.staleness.clip_norm > 0.0f;
   const double norm_sq = encode || !clips ? 0.0 : SquaredNorm(gradient);
   uint64_t wire_bytes = 0;
-  std::vector<std::vector<v1::PushDenseRequest>> by_shard(shards_.size());
+  std::vector<std::vector<DensePushCall>> by_shard(shards_.size());
   for (size_t i = 0; i < (*meta)->slices.size(); ++i) {
     const DenseSlice& slice = (*meta)->slices[i];
-    v1::PushDenseRequest request;
+    DensePushCall call;
+    v1::PushDenseRequest& request = call.header;
     request.set_table(name);
     request.set_offset(slice.offset);
     if (encode) {
-      *request.mutable_gradient() = std::move(state->pending->blocks()[i]);
+      call.gradient = state->pending->blocks()[i];
       request.set_encoded(true);
     } else {
-      // assign(): one copy (set_gradient(ptr, n) makes a temporary first).
-      request.mutable_gradient()->assign(
+      call.gradient = absl::string_view(
           reinterpret_cast<const char*>(gradient.data() + slice.offset),
           slice.count * sizeof(float));
     }
-    wire_bytes += request.gradient().size();
+    wire_bytes += call.gradient.size();
     *request.mutable_origin() = origin;
     request.set_base_version(base[slice.shard]);
     request.set_slices_in_push(slice.slices_in_shard);
@@ -247,9 +271,9 @@ std::future<absl::StatusOr<PushResult>> ClientCore::PushDenseImpl(
     request.set_clock(clock);
     request.set_push_norm_sq(norm_sq);
     request.set_ownership_epoch(plan->ownership->epoch());
-    by_shard[slice.shard].push_back(std::move(request));
+    by_shard[slice.shard].push_back(std::move(call));
   }
-  SendPush<v1::PushDenseRequest>(
+  SendPush<DensePushCall>(
       std::move(by_shard),
       [this, state](uint32_t shard, v1::PushResponse* response) {
         NoteIncarnation(shard, response->server_incarnation());

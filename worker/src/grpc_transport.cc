@@ -75,6 +75,7 @@ class ReleaseJoin {
 };
 
 constexpr char kPushDenseMethod[] = "/taups.v1.ParameterServer/PushDense";
+constexpr char kPullDenseMethod[] = "/taups.v1.ParameterServer/PullDense";
 
 }  // namespace
 
@@ -87,9 +88,9 @@ GrpcTransport::GrpcTransport(
   }
 }
 
-void GrpcTransport::SendPushDense(Channel& channel, absl::Duration timeout,
-                                  const v1::PushDenseRequest& request,
-                                  v1::PushResponse* response, Done done) {
+void GrpcTransport::SendRawPush(Channel& channel, absl::Duration timeout,
+                                EncodePush encode, v1::PushResponse* response,
+                                Done done) {
   struct Call {
     grpc::ClientContext context;
     grpc::ByteBuffer request;
@@ -99,9 +100,7 @@ void GrpcTransport::SendPushDense(Channel& channel, absl::Duration timeout,
   auto call = std::make_shared<Call>();
   // The release callback holds only the join, not the call (whose buffer
   // holds the slice): no cycle.
-  absl::Status encoded = EncodeBorrowingField(
-      request, v1::PushDenseRequest::kGradientFieldNumber,
-      [join] { join->Released(); }, &call->request);
+  absl::Status encoded = encode([join] { join->Released(); }, &call->request);
   if (!encoded.ok()) return join->Finished(encoded);
   call->context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   channel.generic->UnaryCall(
@@ -112,6 +111,62 @@ void GrpcTransport::SendPushDense(Channel& channel, absl::Duration timeout,
         // Our reference to the payload goes now; gRPC's, when it is done.
         call->request.Clear();
         join->Finished(std::move(result));
+      });
+}
+
+void GrpcTransport::SendPushDense(absl::Duration timeout,
+                                  const v1::PushDenseRequest& header,
+                                  absl::string_view gradient,
+                                  v1::PushResponse* response, Done done) {
+  SendRawPush(
+      Pick(), timeout,
+      [&](std::function<void()> on_release, grpc::ByteBuffer* out) {
+        return EncodeWithPayload(header,
+                                 v1::PushDenseRequest::kGradientFieldNumber,
+                                 gradient, std::move(on_release), out);
+      },
+      response, std::move(done));
+}
+
+void GrpcTransport::PullDenseInto(absl::Duration timeout,
+                                  const v1::PullDenseRequest& request,
+                                  v1::PullDenseResponse* response,
+                                  absl::Span<char> values, bool* landed,
+                                  Done done) {
+  struct Call {
+    grpc::ClientContext context;
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer response;
+  };
+  *landed = false;
+  auto call = std::make_shared<Call>();
+  if (absl::Status encoded = EncodeMessage(request, &call->request);
+      !encoded.ok()) {
+    return done(encoded);
+  }
+  call->context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  Pick().generic->UnaryCall(
+      &call->context, kPullDenseMethod, grpc::StubOptions(), &call->request,
+      &call->response,
+      [call, response, values, landed, done = std::move(done)](
+          grpc::Status status) {
+        absl::Status result = FromGrpcStatus(status);
+        if (result.ok()) {
+          PayloadPieces payload;
+          result = DecodeLeavingPayload(
+              call->response, v1::PullDenseResponse::kValuesFieldNumber,
+              response, &payload);
+          if (result.ok() && !response->encoded() &&
+              payload.size() == values.size()) {
+            // The one copy: from gRPC's received slices to the caller.
+            payload.CopyTo(values.data());
+            *landed = true;
+          } else if (result.ok()) {
+            payload.AssignTo(response->mutable_values());
+          }
+        }
+        call->response.Clear();
+        done(std::move(result));
       });
 }
 
@@ -131,10 +186,14 @@ void GrpcTransport::Send(Rpc rpc, absl::Duration timeout,
       return Invoke(stub, timeout, &Async::PullDense, request, response,
                     std::move(done));
     case Rpc::kPushDense:
-      return SendPushDense(channel, timeout,
-                           static_cast<const v1::PushDenseRequest&>(request),
-                           static_cast<v1::PushResponse*>(response),
-                           std::move(done));
+      return SendRawPush(
+          channel, timeout,
+          [&](std::function<void()> on_release, grpc::ByteBuffer* out) {
+            return EncodeBorrowingField(
+                request, v1::PushDenseRequest::kGradientFieldNumber,
+                std::move(on_release), out);
+          },
+          static_cast<v1::PushResponse*>(response), std::move(done));
     case Rpc::kPullSparse:
       return Invoke(stub, timeout, &Async::PullSparse, request, response,
                     std::move(done));
@@ -167,6 +226,9 @@ void GrpcTransport::Send(Rpc rpc, absl::Duration timeout,
                     std::move(done));
     case Rpc::kShardStatus:
       return Invoke(stub, timeout, &Async::ShardStatus, request, response,
+                    std::move(done));
+    case Rpc::kRollback:
+      return Invoke(stub, timeout, &Async::Rollback, request, response,
                     std::move(done));
   }
   done(absl::InternalError("unknown RPC"));

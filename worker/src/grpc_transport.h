@@ -4,8 +4,9 @@
 //
 // PushDense goes out through gRPC's generic API with hand-made bytes
 // (proto/raw_payload.h): the request's other fields serialized by protobuf,
-// its gradient as a slice borrowing the request's own bytes, so the tensor
-// is not copied again into gRPC's buffers. The bytes are ps.proto's
+// its gradient as a slice borrowing the request's own bytes (Send), or the
+// caller's memory beside the header (SendPushDense), so the tensor is not
+// copied into gRPC's buffers. The bytes are ps.proto's
 // PushDenseRequest; any shard parses them. The caller may free the request
 // as soon as `done` has run (the Send contract): an OK answer means every
 // byte reached the shard; a call that ended otherwise (a deadline, a
@@ -19,6 +20,7 @@
 #include <grpcpp/generic/generic_stub.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -38,6 +40,18 @@ class GrpcTransport final : public ShardTransport {
   void Send(Rpc rpc, absl::Duration timeout,
             const google::protobuf::Message& request,
             google::protobuf::Message* response, Done done) override;
+  // The gradient borrowed from the caller (a second slice beside the
+  // header's bytes): no copy on this side.
+  void SendPushDense(absl::Duration timeout, const v1::PushDenseRequest& header,
+                     absl::string_view gradient, v1::PushResponse* response,
+                     Done done) override;
+  // Through the generic API too: the answer's values are copied once, from
+  // gRPC's received slices into `values` (a raw answer of the right size)
+  // or into response->values() (anything else).
+  void PullDenseInto(absl::Duration timeout,
+                     const v1::PullDenseRequest& request,
+                     v1::PullDenseResponse* response, absl::Span<char> values,
+                     bool* landed, Done done) override;
 
  private:
   struct Channel {
@@ -45,10 +59,14 @@ class GrpcTransport final : public ShardTransport {
     std::unique_ptr<grpc::GenericStub> generic;  // the same channel
   };
   Channel& Pick() { return channels_[next_.fetch_add(1) % channels_.size()]; }
-  // PushDense with its gradient borrowed (see the header comment).
-  void SendPushDense(Channel& channel, absl::Duration timeout,
-                     const v1::PushDenseRequest& request,
-                     v1::PushResponse* response, Done done);
+  // Encodes a PushDense into `out`, its payload borrowed until the
+  // release callback runs (proto/raw_payload.h).
+  using EncodePush = std::function<absl::Status(std::function<void()>,
+                                                grpc::ByteBuffer* out)>;
+  // PushDense with its gradient borrowed (see the header comment); `encode`
+  // runs before this returns.
+  void SendRawPush(Channel& channel, absl::Duration timeout, EncodePush encode,
+                   v1::PushResponse* response, Done done);
 
   std::vector<Channel> channels_;
   std::atomic<uint32_t> next_{0};

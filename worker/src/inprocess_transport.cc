@@ -21,6 +21,13 @@ void InProcessTransport::Send(Rpc rpc, absl::Duration timeout,
   done(Dispatch(rpc, absl::Now() + timeout, request, response));
 }
 
+void InProcessTransport::SendPushDense(absl::Duration,
+                                       const v1::PushDenseRequest& header,
+                                       absl::string_view gradient,
+                                       v1::PushResponse* response, Done done) {
+  done(shard_->PushDense(header, gradient, response));
+}
+
 absl::Status InProcessTransport::Dispatch(
     Rpc rpc, absl::Time deadline, const google::protobuf::Message& request,
     google::protobuf::Message* response) {
@@ -70,6 +77,9 @@ absl::Status InProcessTransport::Dispatch(
     case Rpc::kShardStatus:
       return shard_->ShardStatus(In<v1::ShardStatusRequest>(request),
                                  Out<v1::ShardStatusRequest>(response));
+    case Rpc::kRollback:
+      return shard_->Rollback(In<v1::RollbackRequest>(request),
+                              Out<v1::RollbackRequest>(response));
   }
   return absl::InternalError("unknown RPC");
 }

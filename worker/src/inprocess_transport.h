@@ -31,6 +31,10 @@ class InProcessTransport final : public ShardTransport {
   void Send(Rpc rpc, absl::Duration timeout,
             const google::protobuf::Message& request,
             google::protobuf::Message* response, Done done) override;
+  // The gradient handed to the shard as it is, with no copy.
+  void SendPushDense(absl::Duration timeout, const v1::PushDenseRequest& header,
+                     absl::string_view gradient, v1::PushResponse* response,
+                     Done done) override;
 
  private:
   absl::Status Dispatch(Rpc rpc, absl::Time deadline,

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -47,6 +48,8 @@ template <>
 inline constexpr bool kResendOnDeadline<v1::PushDenseRequest> = true;
 template <>
 inline constexpr bool kResendOnDeadline<v1::PushSparseRequest> = true;
+template <>
+inline constexpr bool kResendOnDeadline<DensePushCall> = true;
 
 // One logical unary call: attempts it, and on UNAVAILABLE (or, for pushes,
 // DEADLINE_EXCEEDED; see kResendOnDeadline) waits a backoff on `runner` and
@@ -54,7 +57,10 @@ inline constexpr bool kResendOnDeadline<v1::PushSparseRequest> = true;
 // `done` runs exactly once with the final status, the response and the
 // request (both valid only during the callback; the request may be moved
 // out, to send it again as another call). A resend is the same request: a
-// push keeps its seq, so the shard answers it once.
+// push keeps its seq, so the shard answers it once. DensePushCall and
+// DensePullCall go through the transport's SendPushDense / PullDenseInto
+// (their tensor borrowed, by every attempt); every other request through
+// Send.
 template <typename Request>
 class RetryingCall
     : public std::enable_shared_from_this<RetryingCall<Request>> {
@@ -83,9 +89,21 @@ class RetryingCall
     ++attempts_;
     response_.Clear();
     auto self = this->shared_from_this();
-    transport_->Send(RpcOf<Request>::kRpc, policy_.call_timeout, request_,
-                     &response_,
-                     [self](absl::Status status) { self->OnDone(std::move(status)); });
+    ShardTransport::Done done = [self](absl::Status status) {
+      self->OnDone(std::move(status));
+    };
+    // The calls whose tensor travels beside the message (shard_transport.h).
+    if constexpr (std::is_same_v<Request, DensePushCall>) {
+      transport_->SendPushDense(policy_.call_timeout, request_.header,
+                                request_.gradient, &response_, std::move(done));
+    } else if constexpr (std::is_same_v<Request, DensePullCall>) {
+      transport_->PullDenseInto(policy_.call_timeout, request_.header,
+                                &response_, request_.values, &request_.landed,
+                                std::move(done));
+    } else {
+      transport_->Send(RpcOf<Request>::kRpc, policy_.call_timeout, request_,
+                       &response_, std::move(done));
+    }
   }
 
   void OnDone(absl::Status status) {

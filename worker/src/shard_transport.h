@@ -19,16 +19,24 @@
 //   (after `timeout`) that it may or may not have been applied. The caller
 //   decides what may be resent (RetryingCall).
 //
+// Two calls carry a dense tensor beside the message rather than in it, so
+// the client core makes no copy of its own (the bytes on the wire are the
+// same; see SendPushDense and PullDenseInto). Every transport has them: the
+// defaults here go through Send with a whole message (one copy each way),
+// GrpcTransport and InProcessTransport override them.
+//
 // Implementations are thread-safe: many calls may be in flight at once.
 // No gRPC types here: the messages are protobuf (ps.pb.h).
 #ifndef TAUPS_WORKER_SRC_SHARD_TRANSPORT_H_
 #define TAUPS_WORKER_SRC_SHARD_TRANSPORT_H_
 
 #include <functional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "common/rpc.h"
 #include "ps.pb.h"
 
@@ -58,7 +66,41 @@ TAUPS_RPC_OF(DropTableRequest, DropTableResponse, kDropTable);
 TAUPS_RPC_OF(CheckpointRequest, CheckpointResponse, kCheckpoint);
 TAUPS_RPC_OF(EvictWorkerRequest, EvictWorkerResponse, kEvictWorker);
 TAUPS_RPC_OF(ShardStatusRequest, ShardStatusResponse, kShardStatus);
+TAUPS_RPC_OF(RollbackRequest, RollbackResponse, kRollback);
 #undef TAUPS_RPC_OF
+
+// A PushDense whose gradient stays in memory the client does not own
+// (the caller's tensor, or an encoded block the push owns) until the call's
+// last attempt is done. `header` is the request without its gradient.
+// table(), origin() and mutable_origin() are what the push plumbing reads
+// and changes (ClientCore::SendPush: a redo's fresh seq).
+struct DensePushCall {
+  v1::PushDenseRequest header;
+  absl::string_view gradient;
+
+  const std::string& table() const { return header.table(); }
+  const v1::PushOrigin& origin() const { return header.origin(); }
+  v1::PushOrigin* mutable_origin() { return header.mutable_origin(); }
+};
+
+// A PullDense whose raw answer lands in `values` (the caller's floats for
+// this slice, as bytes); `landed` says whether the last attempt's did.
+struct DensePullCall {
+  v1::PullDenseRequest header;
+  absl::Span<char> values;
+  bool landed = false;
+};
+
+template <>
+struct RpcOf<DensePushCall> {
+  static constexpr Rpc kRpc = Rpc::kPushDense;
+  using Response = v1::PushResponse;
+};
+template <>
+struct RpcOf<DensePullCall> {
+  static constexpr Rpc kRpc = Rpc::kPullDense;
+  using Response = v1::PullDenseResponse;
+};
 
 template <typename Request>
 using ResponseOf = typename RpcOf<Request>::Response;
@@ -74,6 +116,25 @@ class ShardTransport {
   virtual void Send(Rpc rpc, absl::Duration timeout,
                     const google::protobuf::Message& request,
                     google::protobuf::Message* response, Done done) = 0;
+
+  // PushDense of `header` (its own gradient empty) carrying `gradient`,
+  // which stays valid and unchanged until `done` has run; the rest is
+  // Send's contract. The default sends a copy of the whole message.
+  virtual void SendPushDense(absl::Duration timeout,
+                             const v1::PushDenseRequest& header,
+                             absl::string_view gradient,
+                             v1::PushResponse* response, Done done);
+
+  // PullDense whose answer, when it is raw (not `encoded`) and exactly
+  // values.size() bytes, is written into `values` and left out of
+  // response->values(), with *landed set true before `done` runs; any
+  // other answer is in `response` as Send leaves it (*landed false).
+  // `values` and `landed` stay valid until `done` has run. The default
+  // copies from the whole response.
+  virtual void PullDenseInto(absl::Duration timeout,
+                             const v1::PullDenseRequest& request,
+                             v1::PullDenseResponse* response,
+                             absl::Span<char> values, bool* landed, Done done);
 };
 
 }  // namespace taups

@@ -15,5 +15,4 @@ PYBIND11_MODULE(_taups, m) {
   taups::python::BindClientOptions(m);
   taups::python::BindClient(m);
   taups::python::BindCtrData(m);
-  taups::python::BindDevice(m);
 }

@@ -269,31 +269,6 @@ class DenseParametersTest(unittest.TestCase):
                                        b0 - 0.5 * ref.bias.grad)
             self.assertTrue(bool((w0.abs() <= 0.3).all()))
 
-    def test_cpu_parameters_keep_the_host_codec_path(self):
-        with taups.Client(SERVERS, worker_id=0) as client:
-            p = torch.nn.Parameter(torch.zeros(300))
-            int8 = taups.compression("int8", bucket_size=100)
-            dense = tt.DenseParameters(client, fresh("dense_int8"), [p],
-                                       optimizer="sgd", learning_rate=1.0,
-                                       initializer="zeros", compression=int8)
-            self.assertEqual(dense.gradient_path, "host")
-            dense.pull()
-            p.grad = torch.linspace(-1.0, 1.0, 300)
-            self.assertTrue(dense.push().all_accepted)
-            # The host path: the CPU codec's block, decoded and applied.
-            block = taups.encode_block(p.grad.numpy(), int8.push)
-            got = np.empty(300, np.float32)
-            client.pull_dense(dense.table, got)
-            scales = np.frombuffer(block[32:32 + 12], np.float32)
-            codes = np.frombuffer(block[44:], np.int8).astype(np.float32)
-            np.testing.assert_array_equal(
-                got, -(codes * np.repeat(scales, 100)))
-            with self.assertRaisesRegex(ValueError,
-                                        "not on a CUDA device"):
-                tt.DenseParameters(client, fresh("dense_dev"), [p],
-                                   compression=int8, device_codec=True)
-            dense.close()
-
 
 class WorkerFromEnvTest(unittest.TestCase):
 
