@@ -11,7 +11,10 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cuda/cuda_device.h"
@@ -22,27 +25,95 @@
 namespace taups {
 namespace {
 
-// Dense tables `names` of `n` floats (SGD at 0.5, `staleness`), each pushed
-// with `config`.
-void CreateCompressed(Client& client, const std::vector<std::string>& names,
-                      uint64_t n, const CompressionConfig& config,
-                      const StalenessConfig& staleness = {}) {
-  for (const std::string& t : names) {
-    TableConfig table = TableConfig::Dense(t, n);
-    table.optimizer.learning_rate = 0.5f;
-    table.staleness = staleness;
-    REQUIRE(client.CreateTable(table).ok());
-    REQUIRE(client.SetCompression(t, config).ok());
+// What every case sets up, made once a usable CUDA device is known (the
+// cases skip before constructing it): two in-process shards, a client
+// cutting pushes into 64 KiB slices (100,003 floats: 4 slices per shard), a
+// device buffer of kN floats with its cuda::DeviceGradient, and a seeded
+// N(0, 1) source of gradients. Frees the buffer when it dies.
+class DevicePush {
+ public:
+  static constexpr uint64_t kN = 100003;
+
+  DevicePush() : cluster_(2), client_(cluster_.Connect(0, /*slice_bytes=*/1 << 16)) {
+    REQUIRE(cudaMalloc(&d_grad_, kN * sizeof(float)) == cudaSuccess);
   }
+  ~DevicePush() {
+    gradient_.reset();
+    cudaFree(d_grad_);
+  }
+
+  Client& client() { return *client_; }
+  cuda::DeviceGradient& gradient() { return *gradient_; }
+
+  // A new DeviceGradient over the buffer (its residual zero) and the
+  // gradients drawn from `seed` again.
+  void Restart(uint64_t seed) {
+    gradient_.reset();
+    auto gradient = cuda::DeviceGradient::Create(d_grad_, kN);
+    REQUIRE(gradient.ok());
+    gradient_ = *std::move(gradient);
+    rng_.seed(seed);
+  }
+
+  // Dense tables `names` of kN floats (SGD at 0.5, `staleness`), each
+  // pushed with `config`.
+  void CreateTables(const std::vector<std::string>& names,
+                    const CompressionConfig& config,
+                    const StalenessConfig& staleness = {}) {
+    for (const std::string& t : names) {
+      TableConfig table = TableConfig::Dense(t, kN);
+      table.optimizer.learning_rate = 0.5f;
+      table.staleness = staleness;
+      REQUIRE(client_->CreateTable(table).ok());
+      REQUIRE(client_->SetCompression(t, config).ok());
+    }
+  }
+
+  // The next gradient, also copied into the device buffer.
+  std::vector<float> Next() {
+    std::vector<float> g(kN);
+    for (float& x : g) x = normal_(rng_);
+    Upload(g);
+    return g;
+  }
+  void Upload(const std::vector<float>& g) {
+    REQUIRE(cudaMemcpy(d_grad_, g.data(), kN * sizeof(float),
+                       cudaMemcpyHostToDevice) == cudaSuccess);
+  }
+
+  std::vector<float> Pull(const std::string& table) {
+    std::vector<float> values(kN);
+    REQUIRE(client_->PullDense(table, absl::MakeSpan(values)).ok());
+    return values;
+  }
+
+  std::vector<float> Residual() const {
+    std::vector<float> r(kN);
+    REQUIRE(gradient_->CopyResidual(r.data()).ok());
+    return r;
+  }
+
+ private:
+  InProcessCluster cluster_;
+  std::unique_ptr<Client> client_;
+  float* d_grad_ = nullptr;
+  std::unique_ptr<cuda::DeviceGradient> gradient_;
+  std::mt19937_64 rng_;
+  std::normal_distribution<float> normal_{0.0f, 1.0f};
+};
+
+// Bits, so that a NaN or -0 cannot compare equal by accident.
+std::vector<uint32_t> Bits(const std::vector<float>& v) {
+  std::vector<uint32_t> bits(v.size());
+  std::memcpy(bits.data(), v.data(), v.size() * sizeof(float));
+  return bits;
 }
 
 TEST_CASE("a device gradient pushes exactly like the host one") {
   if (cuda::UsableDeviceCount() == 0) {
     TAUPS_SKIP("no CUDA device");
   }
-  InProcessCluster cluster(2);
-  auto client = cluster.Connect(0, /*slice_bytes=*/1 << 16);
-  const uint64_t n = 100003;
+  DevicePush f;
   for (CodecKind codec : {CodecKind::kInt8, CodecKind::kInt2, CodecKind::kSign,
                           CodecKind::kTopK, CodecKind::kBf16}) {
     for (bool feedback : {false, true}) {
@@ -54,29 +125,16 @@ TEST_CASE("a device gradient pushes exactly like the host one") {
       config.error_feedback = feedback;
       const std::string host = absl::StrCat("host_", CodecKindName(codec), feedback);
       const std::string device = absl::StrCat("dev_", CodecKindName(codec), feedback);
-      CreateCompressed(*client, {host, device}, n, config);
-      float* d_grad = nullptr;
-      REQUIRE(cudaMalloc(&d_grad, n * sizeof(float)) == cudaSuccess);
-      auto gradient = cuda::DeviceGradient::Create(d_grad, n);
-      REQUIRE(gradient.ok());
-      std::mt19937_64 rng(5);
-      std::normal_distribution<float> normal(0.0f, 1.0f);
+      f.CreateTables({host, device}, config);
+      f.Restart(/*seed=*/5);
       for (int push = 0; push < 3; ++push) {
-        std::vector<float> g(n);
-        for (float& x : g) x = normal(rng);
-        REQUIRE(cudaMemcpy(d_grad, g.data(), n * sizeof(float),
-                           cudaMemcpyHostToDevice) == cudaSuccess);
-        REQUIRE(client->PushDense(host, g).ok());
-        auto pushed = client->PushDenseWith(device, **gradient);
+        const std::vector<float> g = f.Next();
+        REQUIRE(f.client().PushDense(host, g).ok());
+        auto pushed = f.client().PushDenseWith(device, f.gradient());
         REQUIRE(pushed.ok());
         REQUIRE(pushed->all_accepted());
       }
-      std::vector<float> a(n), b(n);
-      REQUIRE(client->PullDense(host, absl::MakeSpan(a)).ok());
-      REQUIRE(client->PullDense(device, absl::MakeSpan(b)).ok());
-      CHECK(a == b);
-      gradient->reset();
-      cudaFree(d_grad);
+      CHECK(f.Pull(host) == f.Pull(device));
     }
   }
 }
@@ -90,46 +148,22 @@ TEST_CASE("a refused device push leaves the device residual as it was") {
   if (cuda::UsableDeviceCount() == 0) {
     TAUPS_SKIP("no CUDA device");
   }
-  InProcessCluster cluster(2);
-  // 2 shards x 50,002 floats in 16,384-float slices: 4 slices per shard.
-  auto client = cluster.Connect(0, /*slice_bytes=*/1 << 16);
-  const uint64_t n = 100003;
+  DevicePush f;
   CompressionConfig config;
   config.push.codec = CodecKind::kInt8;
   config.error_feedback = true;
   StalenessConfig reject_stale;
   reject_stale.reject_above_tau_max = true;
   reject_stale.tau_max = 0;
-  CreateCompressed(*client, {"host", "dev"}, n, config, reject_stale);
-  float* d_grad = nullptr;
-  REQUIRE(cudaMalloc(&d_grad, n * sizeof(float)) == cudaSuccess);
-  auto gradient = cuda::DeviceGradient::Create(d_grad, n);
-  REQUIRE(gradient.ok());
-  std::mt19937_64 rng(11);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  auto next = [&] {
-    std::vector<float> g(n);
-    for (float& x : g) x = normal(rng);
-    REQUIRE(cudaMemcpy(d_grad, g.data(), n * sizeof(float),
-                       cudaMemcpyHostToDevice) == cudaSuccess);
-    return g;
-  };
-  auto residual = [&] {
-    std::vector<float> r(n);
-    REQUIRE((*gradient)->CopyResidual(r.data()).ok());
-    return r;
-  };
-  // Bits, so that a NaN or -0 cannot compare equal by accident.
-  auto bits = [](const std::vector<float>& v) {
-    return std::vector<uint32_t>(reinterpret_cast<const uint32_t*>(v.data()),
-                                 reinterpret_cast<const uint32_t*>(v.data()) + v.size());
-  };
+  f.CreateTables({"host", "dev"}, config, reject_stale);
+  f.Restart(/*seed=*/11);
+  Client& client = f.client();
 
   // Accepted: both tables at version 1 on both shards.
-  std::vector<float> g = next();
-  REQUIRE(client->PushDense("host", g)->all_accepted());
-  REQUIRE(client->PushDenseWith("dev", **gradient)->all_accepted());
-  const std::vector<uint32_t> accepted = bits(residual());
+  std::vector<float> g = f.Next();
+  REQUIRE(client.PushDense("host", g)->all_accepted());
+  REQUIRE(client.PushDenseWith("dev", f.gradient())->all_accepted());
+  const std::vector<uint32_t> accepted = Bits(f.Residual());
   bool nonzero = false;
   for (uint32_t b : accepted) nonzero = nonzero || (b & 0x7fffffffu) != 0;
   REQUIRE(nonzero);  // int8 loses something: the residual is not all zero
@@ -138,38 +172,33 @@ TEST_CASE("a refused device push leaves the device residual as it was") {
   PullInfo stale;
   stale.shard_versions = {0, 0};
   stale.shard_touched = {true, true};
-  g = next();
-  auto refused_host = client->PushDense("host", g, &stale);
-  auto refused_dev = client->PushDenseWith("dev", **gradient, &stale);
+  g = f.Next();
+  auto refused_host = client.PushDense("host", g, &stale);
+  auto refused_dev = client.PushDenseWith("dev", f.gradient(), &stale);
   REQUIRE(refused_host.ok());
   REQUIRE(refused_dev.ok());
   REQUIRE_FALSE(refused_host->shards[0].accepted);
   REQUIRE_FALSE(refused_dev->shards[0].accepted);
   REQUIRE_FALSE(refused_dev->shards[1].accepted);
-  CHECK(bits(residual()) == accepted);
+  CHECK(Bits(f.Residual()) == accepted);
 
   // Fails to encode in its last slice: nothing is sent.
-  g = next();
-  g[n - 1] = std::nanf("");
-  REQUIRE(cudaMemcpy(d_grad, g.data(), n * sizeof(float),
-                     cudaMemcpyHostToDevice) == cudaSuccess);
-  CHECK_FALSE(client->PushDense("host", g).ok());
-  CHECK_FALSE(client->PushDenseWith("dev", **gradient).ok());
-  CHECK(bits(residual()) == accepted);
+  g = f.Next();
+  g[DevicePush::kN - 1] = std::nanf("");
+  f.Upload(g);
+  CHECK_FALSE(client.PushDense("host", g).ok());
+  CHECK_FALSE(client.PushDenseWith("dev", f.gradient()).ok());
+  CHECK(Bits(f.Residual()) == accepted);
 
-  // The next accepted push adds the residual of the first one on both paths.
-  std::vector<float> a(n), b(n);
-  REQUIRE(client->PullDense("host", absl::MakeSpan(a)).ok());
-  REQUIRE(client->PullDense("dev", absl::MakeSpan(b)).ok());
-  g = next();
-  REQUIRE(client->PushDense("host", g)->all_accepted());
-  REQUIRE(client->PushDenseWith("dev", **gradient)->all_accepted());
-  CHECK(bits(residual()) != accepted);
-  REQUIRE(client->PullDense("host", absl::MakeSpan(a)).ok());
-  REQUIRE(client->PullDense("dev", absl::MakeSpan(b)).ok());
-  CHECK(bits(a) == bits(b));
-  gradient->reset();
-  cudaFree(d_grad);
+  // The next accepted push adds the residual of the first one on both paths
+  // (each pushed after a pull of the table's current values).
+  f.Pull("host");
+  f.Pull("dev");
+  g = f.Next();
+  REQUIRE(client.PushDense("host", g)->all_accepted());
+  REQUIRE(client.PushDenseWith("dev", f.gradient())->all_accepted());
+  CHECK(Bits(f.Residual()) != accepted);
+  CHECK(Bits(f.Pull("host")) == Bits(f.Pull("dev")));
 }
 
 }  // namespace
