@@ -16,24 +16,21 @@
 // deadline).
 // One line on stdout says what the shard answered, or on stderr why not.
 //
-// The request and answer are two one-field messages, written and read
-// here on the wire so the probe needs no generated health stubs (Debian
-// ships health.proto only in grpc-proto, a build-time extra).
-#include <grpcpp/generic/generic_stub.h>
+// The stub is generated from gRPC's own health.proto (Debian: grpc-proto;
+// proto/grpc_std_protos.cmake), as the tests that ask a shard's health use.
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <future>
-#include <optional>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "common/command_line.h"
 #include "common/tool_start.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "proto/grpc_credentials.h"
 #include "taups/client.h"
 #include "worker/tools/transport_flags.h"
@@ -48,113 +45,20 @@ ABSL_FLAG(double, timeout_s, 5, "give up on the call after this long");
 namespace taups {
 namespace {
 
+constexpr char kName[] = "ps_health_probe";
 constexpr int kExitNotServing = 1;
 constexpr int kExitCallFailed = 3;
-constexpr char kCheckMethod[] = "/grpc.health.v1.Health/Check";
-
-// HealthCheckResponse.ServingStatus values.
-std::string StatusName(uint64_t status) {
-  switch (status) {
-    case 0:
-      return "UNKNOWN";
-    case 1:
-      return "SERVING";
-    case 2:
-      return "NOT_SERVING";
-    case 3:
-      return "SERVICE_UNKNOWN";
-  }
-  return absl::StrCat("status ", status);
-}
-
-void AppendVarint(uint64_t value, std::string& out) {
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
-}
-
-// HealthCheckRequest{service = 1 (string)}.
-std::string EncodeRequest(const std::string& service) {
-  std::string out;
-  if (service.empty()) return out;  // proto3: the default is not written
-  out.push_back(static_cast<char>((1 << 3) | 2));
-  AppendVarint(service.size(), out);
-  out += service;
-  return out;
-}
-
-std::optional<uint64_t> ReadVarint(const std::string& in, size_t& at) {
-  uint64_t value = 0;
-  for (int shift = 0; shift < 64 && at < in.size(); shift += 7) {
-    const auto byte = static_cast<uint8_t>(in[at++]);
-    value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) return value;
-  }
-  return std::nullopt;
-}
-
-// HealthCheckResponse{status = 1 (enum)}; fields it does not know skipped.
-// nullopt when the bytes are not a message.
-std::optional<uint64_t> DecodeStatus(const std::string& in) {
-  uint64_t status = 0;  // absent: UNKNOWN
-  size_t at = 0;
-  while (at < in.size()) {
-    const std::optional<uint64_t> tag = ReadVarint(in, at);
-    if (!tag.has_value()) return std::nullopt;
-    const uint64_t field = *tag >> 3;
-    switch (*tag & 7) {
-      case 0: {
-        const std::optional<uint64_t> v = ReadVarint(in, at);
-        if (!v.has_value()) return std::nullopt;
-        if (field == 1) status = *v;
-        break;
-      }
-      case 1:
-        at += 8;
-        break;
-      case 2: {
-        const std::optional<uint64_t> n = ReadVarint(in, at);
-        if (!n.has_value() || *n > in.size() - std::min(at, in.size())) {
-          return std::nullopt;
-        }
-        at += *n;
-        break;
-      }
-      case 5:
-        at += 4;
-        break;
-      default:
-        return std::nullopt;
-    }
-    if (at > in.size()) return std::nullopt;
-  }
-  return status;
-}
-
-std::string BytesOf(const grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  std::string out;
-  if (!buffer.Dump(&slices).ok()) return out;
-  for (const grpc::Slice& s : slices) {
-    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  return out;
-}
 
 int Probe() {
   const std::string server = absl::GetFlag(FLAGS_server);
   const std::string service = absl::GetFlag(FLAGS_service);
   if (server.empty()) {
-    std::fprintf(stderr, "ps_health_probe: --server=host:port is required\n");
-    return kExitBadFlags;
+    return ToolFailure(kName, "--server=host:port is required", kExitBadFlags);
   }
   ClientOptions transport;
   transport.servers = {server};
   if (absl::Status s = ApplyTransportFlags(transport); !s.ok()) {
-    std::fprintf(stderr, "ps_health_probe: %s\n", std::string(s.message()).c_str());
-    return kExitBadFlags;
+    return ToolFailure(kName, s.message(), kExitBadFlags);
   }
   const ChannelSecurity security{transport.tls_ca_file, transport.tls_cert_file,
                                  transport.tls_key_file,
@@ -162,24 +66,19 @@ int Probe() {
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
       OpenChannel(server, security);
   if (!channel.ok()) {
-    std::fprintf(stderr, "ps_health_probe: %s\n",
-                 std::string(channel.status().message()).c_str());
-    return kExitBadFlags;
+    return ToolFailure(kName, channel.status().message(), kExitBadFlags);
   }
-  const std::string request_bytes = EncodeRequest(service);
-  grpc::Slice slice(request_bytes);
-  const grpc::ByteBuffer request(&slice, 1);
-  grpc::ByteBuffer response;
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
   grpc::ClientContext context;
   context.set_deadline(
       std::chrono::system_clock::now() +
       std::chrono::microseconds(static_cast<int64_t>(
           absl::GetFlag(FLAGS_timeout_s) * 1e6)));
-  grpc::GenericStub stub(*channel);
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&context, kCheckMethod, grpc::StubOptions(), &request,
-                 &response, [&done](grpc::Status s) { done.set_value(s); });
-  const grpc::Status status = done.get_future().get();
+  const grpc::Status status =
+      grpc::health::v1::Health::NewStub(*channel)->Check(&context, request,
+                                                         &response);
   const std::string about = service.empty() ? server : server + " " + service;
   if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
     // What grpc.health.v1 answers for a service the server does not have.
@@ -187,19 +86,18 @@ int Probe() {
     return kExitNotServing;
   }
   if (!status.ok()) {
-    std::fprintf(stderr, "ps_health_probe: %s: Health/Check failed: %s (code %d)\n",
-                 about.c_str(), status.error_message().c_str(),
-                 static_cast<int>(status.error_code()));
-    return kExitCallFailed;
+    return ToolFailure(
+        kName,
+        absl::StrCat(about, ": Health/Check failed: ", status.error_message(),
+                     " (code ", static_cast<int>(status.error_code()), ")"),
+        kExitCallFailed);
   }
-  const std::optional<uint64_t> serving = DecodeStatus(BytesOf(response));
-  if (!serving.has_value()) {
-    std::fprintf(stderr, "ps_health_probe: %s: the answer is not a "
-                 "HealthCheckResponse\n", about.c_str());
-    return kExitCallFailed;
-  }
-  std::printf("%s: %s\n", about.c_str(), StatusName(*serving).c_str());
-  return *serving == 1 ? 0 : kExitNotServing;
+  using grpc::health::v1::HealthCheckResponse;
+  std::string name = HealthCheckResponse::ServingStatus_Name(response.status());
+  if (name.empty()) name = absl::StrCat("status ", response.status());
+  std::printf("%s: %s\n", about.c_str(), name.c_str());
+  return response.status() == HealthCheckResponse::SERVING ? 0
+                                                            : kExitNotServing;
 }
 
 }  // namespace
@@ -208,7 +106,7 @@ int Probe() {
 int main(int argc, char** argv) {
   taups::StartToolOrExit(
       argc, argv,
-      {.name = "ps_health_probe",
+      {.name = taups::kName,
        .usage =
            "ps_health_probe --server=host:port [--service=S] [--tls_ca=F "
            "[--tls_cert=F --tls_key=F] [--tls_server_name=N]] "
