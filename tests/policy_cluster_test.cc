@@ -23,49 +23,19 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "taups/client.h"
+#include "tests/ctr_cluster.h"
 #include "tests/process_harness.h"
 
 namespace taups::testing {
 namespace {
 
-constexpr int kShards = 2;
-// ps_worker --model=ctr's two tables (worker/trainer/ctr_trainer.h).
-constexpr char kDense[] = "ctr_mlp";
-constexpr char kSparse[] = "ctr_embeddings";
+constexpr int kShards = CtrCluster::kShards;
+constexpr const char* kDense = kCtrDense;
+constexpr const char* kSparse = kCtrSparse;
 // How late a shard may notice a deadline: its tick is 5 ms; the rest is
 // scheduling on a loaded 2-core machine (CI runs two tests at once; with the
 // cores 3x oversubscribed a timeout close was measured 0.163 s late).
 constexpr double kTickSlackS = 0.25;
-
-std::vector<std::string> CtrArgs(int steps) {
-  return {"--model=ctr", absl::StrCat("--steps=", steps), "--log_every=0",
-          "--eval_examples=1000", "--seed=6"};
-}
-
-std::vector<std::string> Concat(std::vector<std::string> a,
-                                const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-// A client that only reads stats (it does not register as a worker).
-std::unique_ptr<Client> Observer(const std::vector<Shard>& shards) {
-  ClientOptions options;
-  for (const Shard& s : shards) options.servers.push_back(s.address());
-  options.register_worker = false;
-  options.worker_id = UINT32_MAX;
-  auto client = Client::Connect(options);
-  REQUIRE(client.ok());
-  return *std::move(client);
-}
-
-std::vector<TableShardStats> StatsOf(Client& client, const std::string& table) {
-  auto stats = client.Stats(table);
-  INFO(stats.status().ToString());
-  REQUIRE(stats.ok());
-  REQUIRE(stats->size() == static_cast<size_t>(kShards));
-  return *std::move(stats);
-}
 
 const std::vector<TableShardStats>& NoStats() {
   static const std::vector<TableShardStats> none;
@@ -79,30 +49,9 @@ const WorkerShardStats* WorkerIn(const TableShardStats& s, uint32_t id) {
   return nullptr;
 }
 
-bool Exited(Process& process) {
-  return process.Wait(absl::ZeroDuration()).has_value();
-}
-
-// Fails the test, with what the worker printed, if it has exited.
-void RequireTraining(Process& worker) {
-  if (!Exited(worker)) return;
-  INFO(worker.Output());
-  FAIL("a worker exited while the test needed it training");
-}
-
 bool AllExited(std::vector<std::unique_ptr<Process>>& workers) {
   for (auto& w : workers) {
     if (!Exited(*w)) return false;
-  }
-  return true;
-}
-
-// Polls `done` every 20 ms; false if it is still false after `timeout`.
-bool PollUntil(const std::function<bool()>& done, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!done()) {
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(20));
   }
   return true;
 }
@@ -129,12 +78,13 @@ std::optional<uint64_t> StepsClosedShown(const std::string& shown, int shard) {
 struct Cut {
   std::vector<TableShardStats> dense, sparse;
 };
-Cut CutAtClock(Client& observer, std::vector<std::unique_ptr<Process>>& workers,
-               uint32_t id, uint64_t clock) {
+Cut CutAtClock(CtrCluster& cluster,
+               std::vector<std::unique_ptr<Process>>& workers, uint32_t id,
+               uint64_t clock) {
   REQUIRE(PollUntil(
       [&] {
         RequireTraining(*workers[id]);
-        auto stats = observer.Stats(kDense);
+        auto stats = cluster.observer->Stats(kDense);
         if (!stats.ok()) return false;
         for (const TableShardStats& s : *stats) {
           const WorkerShardStats* w = WorkerIn(s, id);
@@ -143,7 +93,7 @@ Cut CutAtClock(Client& observer, std::vector<std::unique_ptr<Process>>& workers,
         return true;
       },
       absl::Minutes(3)));
-  return {StatsOf(observer, kDense), StatsOf(observer, kSparse)};
+  return {cluster.Stats(kDense), cluster.Stats(kSparse)};
 }
 
 double Field(const WorkerRun& run, const std::string& key) {
@@ -164,16 +114,14 @@ TEST_CASE("ssp(1) across real processes: clocks and staleness stay bounded") {
   constexpr int kWorkers = 2;
   constexpr uint64_t kBound = 1;
   constexpr int kSteps = 120;
-  TempDir dir;
-  std::vector<Shard> shards = StartShards(dir.path(), kShards);
+  CtrCluster cluster;
   // Worker 1 takes 4x as long per step; unbounded (async) the fast one would
   // finish far ahead and worker 1's pushes would see tau of about 4.
-  auto workers = StartWorkers(
-      dir, shards, kWorkers,
-      Concat(CtrArgs(kSteps),
-             {"--consistency=ssp", absl::StrCat("--ssp_bound=", kBound)}),
+  auto workers = cluster.StartWorkers(
+      kWorkers,
+      CtrArgs(kSteps,
+              {"--consistency=ssp", absl::StrCat("--ssp_bound=", kBound)}),
       {{}, {"--slowdown=4"}});
-  auto observer = Observer(shards);
   // The shards' view of the worker clocks while they train. A pull at clock
   // c waits until every live worker reached c - s, and the shard counts a
   // worker's clock up when it pushes, so no two clocks differ by more than
@@ -181,7 +129,7 @@ TEST_CASE("ssp(1) across real processes: clocks and staleness stay bounded") {
   uint64_t widest_gap = 0;
   int samples = 0;
   while (!AllExited(workers)) {
-    auto stats = observer->Stats(kDense);  // NOT_FOUND until created
+    auto stats = cluster.observer->Stats(kDense);  // NOT_FOUND until created
     for (const TableShardStats& s : stats.ok() ? *stats : NoStats()) {
       const WorkerShardStats* w0 = WorkerIn(s, 0);
       const WorkerShardStats* w1 = WorkerIn(s, 1);
@@ -208,7 +156,7 @@ TEST_CASE("ssp(1) across real processes: clocks and staleness stay bounded") {
   // SSP applies every push at once: one version per push, every step of
   // every worker, on both tables of both shards.
   for (const std::string table : {kDense, kSparse}) {
-    for (const TableShardStats& s : StatsOf(*observer, table)) {
+    for (const TableShardStats& s : cluster.Stats(table)) {
       INFO("shard " << s.shard << " table " << table);
       CHECK(s.pushes == uint64_t{kWorkers * kSteps});
       CHECK(s.version == s.pushes);
@@ -223,7 +171,7 @@ TEST_CASE("ssp(1) across real processes: clocks and staleness stay bounded") {
       }
     }
   }
-  for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
+  cluster.StopShards();
 }
 
 TEST_CASE("semi_sync across real processes: a quorum closes steps without "
@@ -231,20 +179,18 @@ TEST_CASE("semi_sync across real processes: a quorum closes steps without "
   constexpr int kWorkers = 3;
   constexpr int kSteps = 80;
   constexpr uint64_t kCutClock = 60;
-  TempDir dir;
-  std::vector<Shard> shards = StartShards(dir.path(), kShards);
+  CtrCluster cluster;
   // quorum 0.5 of 3 live workers: ceil(1.5) = 2 arrivals close a step, so
   // the two fast workers need not wait for worker 2 (8x slower), whose
   // pushes for steps already closed are dropped. Worker 2 trains until it is
   // stopped; the checks read the shards at worker 0's clock kCutClock, while
   // all three train.
-  auto workers = StartWorkers(
-      dir, shards, kWorkers,
-      Concat(CtrArgs(kSteps),
-             {"--consistency=semi_sync", "--quorum=0.5", "--late=drop"}),
+  auto workers = cluster.StartWorkers(
+      kWorkers,
+      CtrArgs(kSteps,
+              {"--consistency=semi_sync", "--quorum=0.5", "--late=drop"}),
       {{}, {}, {"--slowdown=8", "--steps=100000"}});
-  auto observer = Observer(shards);
-  const Cut cut = CutAtClock(*observer, workers, 0, kCutClock);
+  const Cut cut = CutAtClock(cluster, workers, 0, kCutClock);
   for (const std::vector<TableShardStats>* table : {&cut.dense, &cut.sparse}) {
     for (const TableShardStats& s : *table) {
       INFO("shard " << s.shard << (table == &cut.dense ? " dense" : " sparse"));
@@ -282,7 +228,7 @@ TEST_CASE("semi_sync across real processes: a quorum closes steps without "
   RequireFinished(runs);
   RequireTraining(*workers[2]);
   workers[2]->Stop();
-  for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
+  cluster.StopShards();
 }
 
 // (step, seconds from open to close, reason) of every step a shard logged
@@ -327,20 +273,16 @@ TEST_CASE("semi_sync across real processes: a step closes at its timeout") {
   constexpr int kSteps = 40;
   constexpr uint64_t kCutClock = 30;
   constexpr double kTimeoutS = 0.2;
-  TempDir dir;
-  std::vector<Shard> shards =
-      StartShards(dir.path(), kShards, {"--log_level=debug"});
+  CtrCluster cluster({"--log_level=debug"});
   // quorum 1: a step needs both workers or the timeout. Worker 1's steps
   // take 40x the compute (hundreds of ms), so steps close by timeout; it
   // trains until it is stopped.
-  auto workers = StartWorkers(
-      dir, shards, kWorkers,
-      Concat(CtrArgs(kSteps),
-             {"--consistency=semi_sync", "--quorum=1", "--late=drop",
-              absl::StrCat("--step_timeout_s=", kTimeoutS)}),
+  auto workers = cluster.StartWorkers(
+      kWorkers,
+      CtrArgs(kSteps, {"--consistency=semi_sync", "--quorum=1", "--late=drop",
+                       absl::StrCat("--step_timeout_s=", kTimeoutS)}),
       {{}, {"--slowdown=40", "--steps=100000"}});
-  auto observer = Observer(shards);
-  const Cut cut = CutAtClock(*observer, workers, 0, kCutClock);
+  const Cut cut = CutAtClock(cluster, workers, 0, kCutClock);
   REQUIRE(workers[0]->Wait(absl::Minutes(2)).value_or(-1000) == 0);
   RequireTraining(*workers[1]);
   workers[1]->Stop();
@@ -356,7 +298,7 @@ TEST_CASE("semi_sync across real processes: a step closes at its timeout") {
     CHECK(s.late > 0);
   }
   CHECK(Field(runs[0], "rejected_pushes") == 0);
-  for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
+  cluster.StopShards();
   // Step by step, over the steps closed while both trained. A timeout close
   // comes at the later of kTimeoutS after the step opened and worker 0's
   // arrival (a step with no arrival waits), plus the shard's 5 ms tick: never
@@ -367,7 +309,7 @@ TEST_CASE("semi_sync across real processes: a step closes at its timeout") {
   // Step 0 opened when the table was created, before worker 1 had
   // registered (the start-up gate), so it is left out.
   for (int s = 0; s < kShards; ++s) {
-    const std::string log = shards[s].process->Output();
+    const std::string log = cluster.shards[s].process->Output();
     const std::vector<StepClose> closes = StepCloses(log, kDense);
     INFO("shard " << s);
     const uint64_t both_live = cut.dense[s].steps_closed;
@@ -393,32 +335,25 @@ TEST_CASE("semi_sync across real processes: a step closes at its timeout") {
 TEST_CASE("ps_admin set-policy turns a training cluster from async to sync") {
   constexpr int kWorkers = 2;
   constexpr int kSteps = 300;
-  TempDir dir;
-  std::vector<Shard> shards = StartShards(dir.path(), kShards);
+  CtrCluster cluster;
   auto workers =
-      StartWorkers(dir, shards, kWorkers,
-                   Concat(CtrArgs(kSteps), {"--consistency=async"}));
-  auto observer = Observer(shards);
+      cluster.StartWorkers(kWorkers, CtrArgs(kSteps, {"--consistency=async"}));
   // Let them train asynchronously for a while (a quarter of their pushes).
   REQUIRE(PollUntil(
       [&] {
         for (auto& w : workers) RequireTraining(*w);
-        auto stats = observer->Stats(kDense);
+        auto stats = cluster.observer->Stats(kDense);
         return stats.ok() && !stats->empty() &&
                (*stats)[0].version >= uint64_t{kWorkers * kSteps / 4};
       },
       absl::Seconds(60)));
   for (const std::string table : {kDense, kSparse}) {
-    const std::string out = RunAdmin(
-        dir, shards,
-        {"--table=" + table, absl::StrCat("--num_workers=", kWorkers),
-         "--consistency=sync", "set-policy"});
-    CHECK(out.find("consistency now sync") != std::string::npos);
+    cluster.SetPolicy(table, kWorkers, "sync");
   }
-  const std::vector<TableShardStats> at_switch = StatsOf(*observer, kDense);
+  const std::vector<TableShardStats> at_switch = cluster.Stats(kDense);
   for (auto& w : workers) RequireTraining(*w);  // the change met training
   for (const std::string table : {kDense, kSparse}) {
-    auto config = observer->OpenTable(table);
+    auto config = cluster.observer->OpenTable(table);
     REQUIRE(config.ok());
     CHECK(config->consistency.kind == ConsistencyKind::kSync);
     CHECK(config->consistency.num_workers == uint32_t{kWorkers});
@@ -429,18 +364,19 @@ TEST_CASE("ps_admin set-policy turns a training cluster from async to sync") {
       [&] {
         RequireTraining(*workers[0]);
         RequireTraining(*workers[1]);
-        auto stats = observer->Stats(kDense);
+        auto stats = cluster.observer->Stats(kDense);
         return stats.ok() &&
                (*stats)[0].steps_closed >=
                    at_switch[0].steps_closed + uint64_t{kSteps / 4};
       },
       absl::Minutes(3)));
-  const std::vector<TableShardStats> end = StatsOf(*observer, kDense);
+  const std::vector<TableShardStats> end = cluster.Stats(kDense);
   // What an operator sees: ps_admin stats reports the closed steps (as
   // many as the shards had closed between the two reads around it).
   const std::string shown =
-      RunAdmin(dir, shards, {"--table=" + std::string(kDense), "stats"});
-  const std::vector<TableShardStats> after_admin = StatsOf(*observer, kDense);
+      RunAdmin(cluster.dir, cluster.shards,
+               {"--table=" + std::string(kDense), "stats"});
+  const std::vector<TableShardStats> after_admin = cluster.Stats(kDense);
   for (int s = 0; s < kShards; ++s) {
     INFO("shard " << s);
     REQUIRE(end[s].live_workers == uint32_t{kWorkers});
@@ -462,7 +398,7 @@ TEST_CASE("ps_admin set-policy turns a training cluster from async to sync") {
   }
   const std::vector<WorkerRun> runs = WaitForWorkers(workers);
   RequireFinished(runs);
-  for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
+  cluster.StopShards();
 }
 
 TEST_CASE("a killed worker leaves the sync barrier within its lease") {
@@ -472,19 +408,16 @@ TEST_CASE("a killed worker leaves the sync barrier within its lease") {
   // heartbeats (every lease/4) keep it alive on a loaded machine: with 2 s,
   // one timed out and the shards declared a training worker dead.
   constexpr double kLeaseS = 3.0;
-  TempDir dir;
-  std::vector<Shard> shards =
-      StartShards(dir.path(), kShards, {absl::StrCat("--lease_s=", kLeaseS)});
-  auto workers = StartWorkers(dir, shards, kWorkers,
-                              Concat(CtrArgs(kSteps), {"--consistency=sync"}));
-  auto observer = Observer(shards);
-  CutAtClock(*observer, workers, 1, 20);
+  CtrCluster cluster({absl::StrCat("--lease_s=", kLeaseS)});
+  auto workers =
+      cluster.StartWorkers(kWorkers, CtrArgs(kSteps, {"--consistency=sync"}));
+  CutAtClock(cluster, workers, 1, 20);
   // SIGKILL: no Leave, no more heartbeats. Worker 0's next step waits for it.
   REQUIRE(kill(workers[1]->pid(), SIGKILL) == 0);
   const absl::Time killed = absl::Now();
   REQUIRE(PollUntil(
       [&] {
-        for (const TableShardStats& s : StatsOf(*observer, kDense)) {
+        for (const TableShardStats& s : cluster.Stats(kDense)) {
           if (s.dead_workers == 0) return false;
         }
         return true;
@@ -499,14 +432,14 @@ TEST_CASE("a killed worker leaves the sync barrier within its lease") {
   CHECK(dead_after_s <= kLeaseS + kTickSlackS);
   // Worker 0 trains on alone: the barrier no longer waits for worker 1.
   REQUIRE(workers[0]->Wait(absl::Minutes(2)).value_or(-1000) == 0);
-  for (const TableShardStats& s : StatsOf(*observer, kDense)) {
+  for (const TableShardStats& s : cluster.Stats(kDense)) {
     INFO("shard " << s.shard);
     CHECK(s.lease_expirations == 1);
     CHECK(s.version == s.steps_closed);
     REQUIRE(WorkerIn(s, 1) != nullptr);
     CHECK_FALSE(WorkerIn(s, 1)->live);
   }
-  for (Shard& shard : shards) REQUIRE(shard.process->Stop() == 0);
+  cluster.StopShards();
 }
 
 }  // namespace

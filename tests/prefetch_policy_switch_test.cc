@@ -20,65 +20,32 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "taups/client.h"
+#include "tests/ctr_cluster.h"
 #include "tests/process_harness.h"
 
 namespace taups::testing {
 namespace {
 
-constexpr int kShards = 2;
+constexpr int kShards = CtrCluster::kShards;
 constexpr int kWorkers = 2;
-constexpr char kDense[] = "ctr_mlp";
-constexpr char kSparse[] = "ctr_embeddings";
 
-std::unique_ptr<Client> Observer(const std::vector<Shard>& shards) {
-  ClientOptions options;
-  for (const Shard& s : shards) options.servers.push_back(s.address());
-  options.register_worker = false;
-  options.worker_id = UINT32_MAX;
-  auto client = Client::Connect(options);
-  REQUIRE(client.ok());
-  return *std::move(client);
+// Polls `done` (workers checked each time) for up to 3 min.
+void TrainUntil(std::vector<std::unique_ptr<Process>>& workers,
+                const std::function<bool()>& done) {
+  REQUIRE(PollUntil(
+      [&] {
+        RequireTraining(workers);
+        return done();
+      },
+      absl::Minutes(3)));
 }
 
-std::vector<TableShardStats> StatsOf(Client& client) {
-  auto stats = client.Stats(kDense);
-  INFO(stats.status().ToString());
-  REQUIRE(stats.ok());
-  REQUIRE(stats->size() == static_cast<size_t>(kShards));
-  return *std::move(stats);
-}
-
-void RequireTraining(std::vector<std::unique_ptr<Process>>& workers) {
-  for (auto& w : workers) {
-    if (!w->Wait(absl::ZeroDuration()).has_value()) continue;
-    INFO(w->Output());
-    FAIL("a worker exited while the test switched policies under it");
-  }
-}
-
-// Polls `done` (every 20 ms, workers checked each time) for up to 3 min.
-void PollUntil(std::vector<std::unique_ptr<Process>>& workers,
-               const std::function<bool()>& done) {
-  const absl::Time deadline = absl::Now() + absl::Minutes(3);
-  while (!done()) {
-    RequireTraining(workers);
-    REQUIRE(absl::Now() < deadline);
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-}
-
-void SetPolicy(const TempDir& dir, const std::vector<Shard>& shards,
-               const std::string& kind, bool sparse_first) {
-  const std::vector<std::string> tables =
-      sparse_first ? std::vector<std::string>{kSparse, kDense}
-                   : std::vector<std::string>{kDense, kSparse};
-  for (const std::string& table : tables) {
-    const std::string out = RunAdmin(
-        dir, shards,
-        {"--table=" + table, absl::StrCat("--num_workers=", kWorkers),
-         "--consistency=" + kind, "set-policy"});
-    INFO(out);
-    CHECK(out.find("consistency now " + kind) != std::string::npos);
+// Both tables to `kind`, in the order `sparse_first` says.
+void SetPolicy(CtrCluster& cluster, const std::string& kind,
+               bool sparse_first) {
+  for (const char* table : sparse_first ? std::vector{kCtrSparse, kCtrDense}
+                                        : std::vector{kCtrDense, kCtrSparse}) {
+    cluster.SetPolicy(table, kWorkers, kind);
   }
 }
 
@@ -99,31 +66,27 @@ TEST_CASE("prefetching ctr workers ride through async-sync switches") {
   // pulls between policy reads, so it sees the way back to async.
   constexpr uint64_t kAsyncVersions = 80;
   constexpr uint64_t kSyncSteps = 25;
-  TempDir dir;
-  std::vector<Shard> shards = StartShards(dir.path(), kShards);
+  CtrCluster cluster;
   // --prefetch is not given: the default prefetches.
-  auto workers = StartWorkers(
-      dir, shards, kWorkers,
-      {"--model=ctr", absl::StrCat("--steps=", kSteps), "--log_every=0",
-       "--eval_examples=1000", "--seed=6", "--consistency=async"});
-  auto observer = Observer(shards);
-  PollUntil(workers, [&] {
-    auto stats = observer->Stats(kDense);
+  auto workers =
+      cluster.StartWorkers(kWorkers, CtrArgs(kSteps, {"--consistency=async"}));
+  TrainUntil(workers, [&] {
+    auto stats = cluster.observer->Stats(kCtrDense);
     return stats.ok() && !stats->empty() && (*stats)[0].version >= 40;
   });
   for (int round = 0; round < kRounds; ++round) {
     INFO("round " << round);
-    const uint64_t async_from = StatsOf(*observer)[0].version;
-    PollUntil(workers, [&] {
-      return StatsOf(*observer)[0].version >= async_from + kAsyncVersions;
+    const uint64_t async_from = cluster.Stats(kCtrDense)[0].version;
+    TrainUntil(workers, [&] {
+      return cluster.Stats(kCtrDense)[0].version >= async_from + kAsyncVersions;
     });
-    SetPolicy(dir, shards, "sync", /*sparse_first=*/round % 2 == 1);
-    const std::vector<TableShardStats> at_sync = StatsOf(*observer);
-    PollUntil(workers, [&] {
-      return StatsOf(*observer)[0].steps_closed >=
+    SetPolicy(cluster, "sync", /*sparse_first=*/round % 2 == 1);
+    const std::vector<TableShardStats> at_sync = cluster.Stats(kCtrDense);
+    TrainUntil(workers, [&] {
+      return cluster.Stats(kCtrDense)[0].steps_closed >=
              at_sync[0].steps_closed + kSyncSteps;
     });
-    const std::vector<TableShardStats> in_sync = StatsOf(*observer);
+    const std::vector<TableShardStats> in_sync = cluster.Stats(kCtrDense);
     for (int s = 0; s < kShards; ++s) {
       INFO("shard " << s);
       // Under sync each closed step applied one update (the first one or
@@ -134,7 +97,7 @@ TEST_CASE("prefetching ctr workers ride through async-sync switches") {
       CHECK(versions <= steps + 2);
       CHECK(in_sync[s].live_workers == uint32_t{kWorkers});
     }
-    if (round + 1 < kRounds) SetPolicy(dir, shards, "async", round % 2 == 0);
+    if (round + 1 < kRounds) SetPolicy(cluster, "async", round % 2 == 0);
   }
   // The last period stays sync until the workers finish.
   const std::vector<WorkerRun> runs =
@@ -155,10 +118,7 @@ TEST_CASE("prefetching ctr workers ride through async-sync switches") {
     REQUIRE(steps.has_value());
     CHECK(*steps == kSteps);
   }
-  for (Shard& shard : shards) {
-    INFO(shard.process->Output());
-    CHECK(shard.process->Stop() == 0);
-  }
+  cluster.StopShards();
 }
 
 }  // namespace
