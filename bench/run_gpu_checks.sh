@@ -14,11 +14,15 @@
 # on GPU machines that cannot install our Debian packages.
 #
 # Results go to $OUT when it is set, else ./gpu_results: summary.txt,
-# tests.log, bench.md (the benchmark's markdown table), bench.log,
-# cluster.log and, when building, build.log. Environment:
+# tests.log, python.log (the Python GPU cases), bench.md (the benchmark's
+# markdown table), bench.log, cluster.log and, when building, build.log.
+# Environment:
 #   TAUPS_GPU_CLUSTER_STEPS  steps per worker of each cluster run (default
 #                            300; 0 skips the cluster runs)
 #   TAUPS_GPU_BUILD_DIR      build folder of the first form (build-gpu)
+#   TAUPS_GPU_PYTHON         interpreter for the Python GPU cases (its torch
+#                            must see the device; default /usr/bin/python3)
+#   TAUPS_GPU_PYTHON_BUILD   CUDA build folder for them with --prebuilt
 # Exit status: 0 when every check passed; 1 when a build step, a test or a
 # run failed; 3 when no CUDA device was usable (the tests skipped: nothing
 # was checked).
@@ -128,6 +132,69 @@ for t in "${gpu_tests[@]}"; do run_test "$t"; done
 run_test trainer_math_test "[cuda]"
 run_test trainer_ctr_test "[cuda]"
 note "tests: $((SECONDS - start)) s"
+
+# --- The Python GPU cases: taups.torch on CUDA tensors ------------------------
+# python_torch_cuda_test (modules on CUDA tensors) and
+# python_torch_device_codec_test (CUDA gradients encoded on the GPU, bytes
+# and parameters equal to the CPU codec's), then dlrm_torch.py on the GPU
+# and on the CPU (int8 MLP pushes; the JSON lines go to the summary). They need the extension built with
+# CUDA: the first form builds it in its build folder; with --prebuilt, set
+# TAUPS_GPU_PYTHON_BUILD to a configured CUDA build folder on this machine.
+# And an interpreter of the extension's Python version whose torch sees the
+# device (TAUPS_GPU_PYTHON, default /usr/bin/python3; Debian's python3-torch
+# has no CUDA, so use a venv made with --system-site-packages holding a CUDA
+# torch). Without them the summary says they were not run (the exit status
+# stays that of the other checks).
+py_build="${TAUPS_GPU_PYTHON_BUILD:-}"
+if [[ -z "$py_build" && -n "${build:-}" ]]; then
+  [[ "$build" == /* ]] && py_build="$build" || py_build="$repo/$build"
+fi
+py="${TAUPS_GPU_PYTHON:-/usr/bin/python3}"
+py_log="$results/python.log"
+: >"$py_log"
+if [[ -z "$py_build" ]]; then
+  note "python GPU cases: not run (--prebuilt without TAUPS_GPU_PYTHON_BUILD)"
+elif ! ninja -C "$py_build" taups_python ps_server >>"$py_log" 2>&1; then
+  note "python GPU cases: FAILED to build taups_python (see python.log)"
+  status=1
+elif ! "$py" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' \
+    >>"$py_log" 2>&1; then
+  note "python GPU cases: not run ($py has no torch that sees a CUDA device)"
+else
+  for script in test_torch_cuda.py test_torch_device_codec.py; do
+    start=$SECONDS
+    out=$(PYTHONPATH="$py_build/python" timeout 300 \
+      worker/python/tests/with_ps_server.sh "$py_build/bin/ps_server" \
+      "$py" "worker/python/tests/$script" -v 2>&1)
+    rc=$?
+    printf '=== %s (exit %d)\n%s\n' "$script" "$rc" "$out" >>"$py_log"
+    if [[ $rc -eq 77 ]]; then
+      note "python $script: skipped ($(grep -m1 SKIPPED <<<"$out" | cut -c1-120))"
+    elif [[ $rc -eq 0 ]]; then
+      note "python $script: passed ($((SECONDS - start)) s)"
+    else
+      note "python $script: FAILED (exit $rc, see python.log)"
+      status=1
+    fi
+  done
+  # The PyTorch DLRM on the GPU, its MLP table's pushes encoded there.
+  for device in cuda cpu; do
+    out=$(PYTHONPATH="$py_build/python" timeout 300 \
+      worker/python/tests/with_ps_server.sh "$py_build/bin/ps_server" \
+      "$py" worker/python/examples/dlrm_torch.py --device="$device" \
+      --compression=int8 --steps=300 --examples=100000 --eval_examples=8000 \
+      --progress=none 2>&1)
+    rc=$?
+    printf '=== dlrm_torch.py --device=%s (exit %d)\n%s\n' "$device" "$rc" \
+      "$out" >>"$py_log"
+    if [[ $rc -eq 0 ]]; then
+      note "dlrm_torch.py on $device: $(grep -m1 '^{' <<<"$out")"
+    else
+      note "dlrm_torch.py on $device: FAILED (exit $rc, see python.log)"
+      status=1
+    fi
+  done
+fi
 
 # --- Benchmark ----------------------------------------------------------------
 start=$SECONDS
