@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +34,7 @@
 #include "absl/strings/str_split.h"
 #include "taups/client.h"
 #include "tests/fault/fault_history.h"
+#include "worker/src/client_events.h"
 
 ABSL_FLAG(std::string, servers, "", "Comma-separated shard addresses.");
 ABSL_FLAG(uint32_t, worker_id, 0, "Worker id.");
@@ -123,6 +125,12 @@ class Driver {
     client_->Clock();
   }
 
+  // Push parts the client redid (ClientCore::SendPush), all shards.
+  uint64_t Redos() const {
+    const std::optional<ClientEvents> events = EventsOf(*client_);
+    return events.has_value() ? events->total_redos() : 0;
+  }
+
  private:
   template <typename Op>
   void Stamp(Op& op) const {
@@ -190,7 +198,8 @@ int Run() {
     std::this_thread::sleep_for(std::chrono::milliseconds(absl::GetFlag(FLAGS_step_ms)));
   }
   driver.Pull();
-  std::printf("fault_driver: worker %u done\n", options.worker_id);
+  std::printf("fault_driver: worker %u done, push redos %lu\n", options.worker_id,
+              static_cast<unsigned long>(driver.Redos()));
   return 0;
 }
 

@@ -10,8 +10,8 @@
 //     step, and a client that does not register;
 //   - fault_driver workers under sync (the fault harness), one of two shards
 //     killed -9 at a seeded random point and restarted from its checkpoint:
-//     every push is answered, the history checker finds nothing applied
-//     twice;
+//     at least one push part is redone, every push is answered, the history
+//     checker finds nothing applied twice;
 //   - ps_worker (ctr) under sync through the same: no worker exits, every
 //     step is done.
 //
@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -62,6 +63,19 @@ std::vector<uint64_t> Seeds() {
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The client's redo counter, from fault_driver's last line ("... done,
+// push redos N"); fails the test when the line is missing.
+uint64_t DriverRedos(const std::string& log) {
+  const std::string key = "done, push redos ";
+  const size_t at = log.rfind(key);
+  INFO(log);
+  REQUIRE(at != std::string::npos);
+  const size_t begin = at + key.size();
+  uint64_t n = 0;
+  REQUIRE(absl::SimpleAtoi(log.substr(begin, log.find('\n', begin) - begin), &n));
   return n;
 }
 
@@ -201,16 +215,19 @@ void AwaitCheckpoint(const std::string& dir) {
 }
 
 // Two shards, as fault_scenarios_test's kill -9 under sync: checkpoints
-// every 10 versions (10 s leases: heartbeats every 2.5 s, so a push resent
-// to the restored shard usually lands before the heartbeat that would
-// register the worker again).
+// every 10 versions. 60 s leases: heartbeats every 15 s, longer than a
+// whole run, so the restored shard learns of a worker only from its next
+// push, which it refuses (the worker is not registered there) and the
+// client redoes. With 10 s leases (heartbeats every 2.5 s) a heartbeat
+// could register the worker again before its next push, and then nothing
+// was redone.
 FaultClusterOptions SyncCluster() {
   FaultClusterOptions options;
   options.num_shards = 2;
   options.num_workers = 2;
   options.pushes = 150;
   options.shard_args = {"--checkpoint_every_versions=10", "--checkpoint_keep=3",
-                        "--lease_s=10"};
+                        "--lease_s=60"};
   options.driver_args = {"--step_ms=2", "--think_ms=3", "--retry_budget_s=30",
                          "--consistency=sync"};
   options.mode = CheckOptions::Mode::kSync;
@@ -230,11 +247,57 @@ uint64_t ShardVersion(const FaultCluster& cluster, const std::string& table, uin
   return stats.ok() && stats->size() > s ? (*stats)[s].version : 0;
 }
 
+// The pushes of `table` shard s has received, read by a client of that
+// shard alone (the other one may be stopped); nullopt while unreadable.
+std::optional<uint64_t> ShardPushes(const FaultCluster& cluster, const std::string& table,
+                                    uint32_t s) {
+  ClientOptions options;
+  options.servers = {absl::StrCat("127.0.0.1:", cluster.Port(s))};
+  options.register_worker = false;
+  options.max_attempts = 1;
+  auto client = Client::Connect(options);
+  if (!client.ok()) return std::nullopt;
+  auto stats = (*client)->Stats(table);
+  if (!stats.ok() || stats->empty()) return std::nullopt;
+  return (*stats)[0].pushes;
+}
+
+// SIGSTOPs `victim` for 20-100 ms (drawn) with a push on its way to it: one
+// the other shard received after the stop began, whose part for the victim
+// was sent then too and is still unanswered, so the restored shard refuses
+// it and the worker redoes it. Under sync a worker stopped in a pull from the
+// victim sends nothing (its next call after the restart is that pull, which
+// registers it again first); then the stop is lifted and tried again a few
+// ms later.
+void HangWithPushPending(FaultCluster& cluster, uint32_t victim, const std::string& table,
+                         std::mt19937_64& rng) {
+  const uint32_t other = 1 - victim;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    cluster.StopShard(victim);
+    const std::optional<uint64_t> before = ShardPushes(cluster, table, other);
+    const absl::Time until =
+        absl::Now() + absl::Milliseconds(std::uniform_int_distribution<int>(20, 100)(rng));
+    bool pending = false;
+    while (!pending && absl::Now() < until) {
+      absl::SleepFor(absl::Milliseconds(2));
+      const std::optional<uint64_t> now = ShardPushes(cluster, table, other);
+      pending = before.has_value() && now.has_value() && *now > *before;
+    }
+    if (pending) {
+      absl::SleepFor(until - absl::Now());
+      return;
+    }
+    cluster.ContShard(victim);
+    absl::SleepFor(absl::Milliseconds(std::uniform_int_distribution<int>(2, 20)(rng)));
+  }
+  FAIL("no push reached shard " << other << " while shard " << victim << " was stopped");
+}
+
 // Kills shard `victim` once it has a checkpoint and its `table` reached a
 // random 15-60 % of `versions`, restarts it after 0.1-1 s (drawn from rng).
-// With `hang_first` it is SIGSTOPped for 20-100 ms before the kill, as a
-// hung shard a watchdog kills: the pushes sent meanwhile are still on their
-// way when the new process serves.
+// With `hang_first` it is first hung with a push on its way to it
+// (HangWithPushPending), as a hung shard a watchdog kills: that push is
+// still unanswered when the new process serves.
 void KillAndRestart(FaultCluster& cluster, uint32_t victim, const std::string& table,
                     uint64_t versions, std::mt19937_64& rng, bool hang_first) {
   AwaitCheckpoint(cluster.CheckpointDir(victim));
@@ -245,11 +308,7 @@ void KillAndRestart(FaultCluster& cluster, uint32_t victim, const std::string& t
     REQUIRE(absl::Now() < deadline);
     absl::SleepFor(absl::Milliseconds(10));
   }
-  if (hang_first) {
-    cluster.StopShard(victim);
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds(std::uniform_int_distribution<int>(20, 100)(rng)));
-  }
+  if (hang_first) HangWithPushPending(cluster, victim, table, rng);
   cluster.KillShard(victim);
   std::this_thread::sleep_for(
       std::chrono::milliseconds(std::uniform_int_distribution<int>(100, 1000)(rng)));
@@ -279,16 +338,24 @@ TEST_CASE("sync drivers through a shard's kill -9: every push answered, none app
     }
     const History history = cluster.ReadHistories();
     size_t refused = 0, redos = 0;
+    uint64_t counted = 0;
     std::string failures;
     for (const PushOp& push : history.pushes) {
       if (push.status == "OK") continue;
       if (++refused <= 3) absl::StrAppend(&failures, "w", push.worker, " seq ", push.seq, ": ", push.status, "; ");
     }
-    for (uint32_t w = 0; w < 2; ++w) redos += Count(cluster.WorkerLog(w), kRedoLine);
+    for (uint32_t w = 0; w < 2; ++w) {
+      redos += Count(cluster.WorkerLog(w), kRedoLine);
+      counted += DriverRedos(cluster.WorkerLog(w));
+    }
     INFO(failures << cluster.WorkerLog(0) << cluster.WorkerLog(1));
     // Every push was answered: none ended refused because the restored
-    // shard had forgotten its worker.
+    // shard had forgotten its worker ...
     REQUIRE(refused == 0);
+    // ... because at least one was refused so and redone (the clients'
+    // counters, each redo logged once).
+    REQUIRE(counted >= 1);
+    REQUIRE(counted == redos);
     const CheckReport report = cluster.Check();
     INFO(report.Summary());
     for (const std::string& v : report.violations) UNSCOPED_INFO(v);
