@@ -221,6 +221,33 @@ class ModuleTest(unittest.TestCase):
                     {"a": torch.tensor([1]), "b": torch.tensor([1, 2])})
         ebc.close()
 
+    def test_a_table_codec_encodes_the_pushed_rows(self):
+        name = fresh("codec")
+        ebc = tt.EmbeddingBagCollection(self.client, [sgd_table(
+            name, ["a"], compression=taups.compression("fp16"))])
+        keys = feature_keys(0, [1, 2])
+        before = np.empty((2, DIM), np.float32)
+        self.client.pull_sparse(name, keys, before)
+        out = ebc({"a": torch.tensor([1, 2, 2])})["a"]  # bags of one id
+        weights = torch.randn(3, DIM)
+        (out * weights).sum().backward()
+        ebc.step()
+        # Row 2's gradient is the sum of its two lookups'; each row travels
+        # as IEEE half floats, and SGD at rate 1 subtracts what arrived.
+        grad = np.stack([weights[0].numpy(),
+                         (weights[1] + weights[2]).numpy()])
+        after = np.empty((2, DIM), np.float32)
+        self.client.pull_sparse(name, keys, after)
+        np.testing.assert_array_equal(
+            after, before - grad.astype(np.float16).astype(np.float32))
+        sent = self.client.transfers(name)
+        self.assertEqual(sent.pushes_sent, 1)
+        # 2 rows: 4 bytes a value raw; one 32-byte block header and 2 bytes
+        # a value on the wire.
+        self.assertEqual(sent.push_raw_bytes, 4 * 2 * DIM)
+        self.assertEqual(sent.push_wire_bytes, 32 + 2 * 2 * DIM)
+        ebc.close()
+
     def test_staleness_is_reported_per_step_and_per_row(self):
         name = fresh("tau")
         ebc = tt.EmbeddingBagCollection(
@@ -268,6 +295,31 @@ class DenseParametersTest(unittest.TestCase):
             torch.testing.assert_close(model.bias.detach(),
                                        b0 - 0.5 * ref.bias.grad)
             self.assertTrue(bool((w0.abs() <= 0.3).all()))
+
+    def test_cpu_parameters_keep_the_host_codec_path(self):
+        with taups.Client(SERVERS, worker_id=0) as client:
+            p = torch.nn.Parameter(torch.zeros(300))
+            int8 = taups.compression("int8", bucket_size=100)
+            dense = tt.DenseParameters(client, fresh("dense_int8"), [p],
+                                       optimizer="sgd", learning_rate=1.0,
+                                       initializer="zeros", compression=int8)
+            self.assertEqual(dense.gradient_path, "host")
+            dense.pull()
+            p.grad = torch.linspace(-1.0, 1.0, 300)
+            self.assertTrue(dense.push().all_accepted)
+            # The host path: the CPU codec's block, decoded and applied.
+            block = taups.encode_block(p.grad.numpy(), int8.push)
+            got = np.empty(300, np.float32)
+            client.pull_dense(dense.table, got)
+            scales = np.frombuffer(block[32:32 + 12], np.float32)
+            codes = np.frombuffer(block[44:], np.int8).astype(np.float32)
+            np.testing.assert_array_equal(
+                got, -(codes * np.repeat(scales, 100)))
+            with self.assertRaisesRegex(ValueError,
+                                        "not on a CUDA device"):
+                tt.DenseParameters(client, fresh("dense_dev"), [p],
+                                   compression=int8, device_codec=True)
+            dense.close()
 
 
 class WorkerFromEnvTest(unittest.TestCase):
