@@ -26,7 +26,9 @@ worker id and count), against running shards:
 
 A tqdm bar (worker 0; --progress=all for every worker) shows the running
 loss, the training AUC of recent batches, samples/s and tau; the last line
-on stdout is a JSON summary. Exits 2 when the eval AUC is below --min_auc,
+on stdout is a JSON summary (with the steady step time and its compute and
+network parts). --device=cuda trains on a GPU; --compression=CODEC
+compresses the MLP table's pushes (encoded on the GPU when it can be). Exits 2 when the eval AUC is below --min_auc,
 more than --max_auc_gap below the planted AUC, or more than
 --max_reference_gap below --reference_auc.
 
@@ -85,6 +87,15 @@ def parse_args(argv=None):
     p.add_argument("--row_tau", action="store_true",
                    help="also measure per-row tau of the embedding pushes")
     p.add_argument("--table_prefix", default="dlrm_torch")
+    p.add_argument("--device", default="cpu",
+                   help="cpu, or cuda[:N]: the MLPs, ids and embeddings' "
+                        "outputs on the GPU (rows staged through pinned "
+                        "memory)")
+    p.add_argument("--compression", default="none",
+                   help="push codec of the MLPs' dense table (int8, fp16, "
+                        "topk, ...; with error feedback); on a GPU the "
+                        "gradient is encoded there when taups has the CUDA "
+                        "codecs")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads of this worker")
     p.add_argument("--progress", default="rank0",
@@ -136,7 +147,7 @@ def field_features(ids):
     return {f"C{f}": ids[:, f] for f in range(FIELDS)}
 
 
-def batches(args, data):
+def batches(args, data, device):
     """This worker's training batches, epoch after epoch, as dicts of
     tensors; `features` is the embedding input (prefetch keys on it)."""
     shard = np.arange(args.worker_id, args.examples, args.num_workers)
@@ -149,9 +160,10 @@ def batches(args, data):
             if made == args.steps:
                 return
             ex = data.take("train", order[start:start + args.batch_size])
-            yield {"dense": torch.from_numpy(ex["dense"]),
-                   "labels": torch.from_numpy(ex["labels"]),
-                   "features": field_features(torch.from_numpy(ex["ids"]))}
+            yield {"dense": torch.from_numpy(ex["dense"]).to(device),
+                   "labels": torch.from_numpy(ex["labels"]).to(device),
+                   "features": field_features(
+                       torch.from_numpy(ex["ids"]).to(device))}
             made += 1
         epoch += 1
 
@@ -173,10 +185,15 @@ def build(args, client):
         f"{args.table_prefix}_embeddings", args.dim,
         [f"C{f}" for f in range(FIELDS)], init_scale=0.05,
         row_versions=args.row_tau, **common)
-    embeddings = tt.EmbeddingBagCollection(client, [table])
-    model = Dlrm(args.dim)
+    embeddings = tt.EmbeddingBagCollection(client, [table],
+                                           device=args.device)
+    model = Dlrm(args.dim).to(args.device)
+    compression = None
+    if args.compression != "none":
+        compression = taups.compression(args.compression, error_feedback=True)
     dense = tt.DenseParameters(client, f"{args.table_prefix}_mlp",
-                               model.parameters(), init_scale=0.1, **common)
+                               model.parameters(), init_scale=0.1,
+                               compression=compression, **common)
     return embeddings, model, dense
 
 
@@ -197,20 +214,29 @@ def progress_bar(args):
 
 def train(args, embeddings, model, dense):
     loss_fn = torch.nn.BCEWithLogitsLoss()
-    loop = batches(args, taups.CtrData(args.seed))
+    loop = batches(args, taups.CtrData(args.seed), args.device)
     if args.prefetch == "on":
         loop = tt.prefetch(loop, embeddings, lambda b: b["features"])
     bar = progress_bar(args)
     totals = {"tau_sum": 0.0, "tau_max": 0, "row_tau_max": 0, "rejected": 0,
               "wait_s": 0.0, "steps": 0}
+    # Per step: compute (forward and backward less the forward's wait for
+    # rows) and network (the pulls' and pushes' own durations, on their
+    # threads): with prefetch a step takes about the larger of the two,
+    # without about their sum.
+    compute_times, network_times = [], []
     window_scores, window_labels, window_loss = [], [], []
     step_times = []
     started = last = time.monotonic()
     for batch in loop:
         with tt.training_step(embeddings, dense) as step:
+            computing = time.monotonic()
             logits = forward(embeddings, model, batch)
             loss = loss_fn(logits, batch["labels"])
             loss.backward()
+            if logits.is_cuda:
+                torch.cuda.synchronize(logits.device)
+            computed = time.monotonic() - computing
         now = time.monotonic()
         step_times.append(now - last)
         last = now
@@ -222,9 +248,11 @@ def train(args, embeddings, model, dense):
         totals["row_tau_max"] = max(totals["row_tau_max"], s.row_tau_max)
         totals["rejected"] += s.rejected
         totals["wait_s"] += s.wait_s
+        compute_times.append(max(computed - s.wait_s, 0.0))
+        network_times.append(s.pull_s + s.push_s)
         window_loss.append(loss.item())
-        window_scores.append(logits.detach().numpy())
-        window_labels.append(batch["labels"].numpy())
+        window_scores.append(logits.detach().cpu().numpy())
+        window_labels.append(batch["labels"].cpu().numpy())
         if bar is not None:
             bar.update(1)
             if totals["steps"] % 50 == 0:
@@ -239,8 +267,11 @@ def train(args, embeddings, model, dense):
         bar.close()
     totals["seconds"] = time.monotonic() - started
     # Steady-state step time: the first steps warm caches and connections.
-    steady = step_times[10:] if len(step_times) > 20 else step_times
-    totals["step_ms"] = 1000.0 * float(np.mean(steady)) if steady else 0.0
+    for name, times in (("step_ms", step_times),
+                        ("compute_ms", compute_times),
+                        ("network_ms", network_times)):
+        steady = times[10:] if len(times) > 20 else times
+        totals[name] = 1000.0 * float(np.mean(steady)) if steady else 0.0
     return totals
 
 
@@ -252,11 +283,12 @@ def evaluate(args, embeddings, model, dense):
     with torch.no_grad():
         for start in range(0, args.eval_examples, 4096):
             end = min(start + 4096, args.eval_examples)
-            batch = {"dense": torch.from_numpy(eval_set["dense"][start:end]),
-                     "features": field_features(
-                         torch.from_numpy(eval_set["ids"][start:end]))}
+            batch = {"dense": torch.from_numpy(
+                         eval_set["dense"][start:end]).to(args.device),
+                     "features": field_features(torch.from_numpy(
+                         eval_set["ids"][start:end]).to(args.device))}
             probs[start:end] = torch.sigmoid(
-                forward(embeddings, model, batch)).numpy()
+                forward(embeddings, model, batch)).cpu().numpy()
     labels = eval_set["labels"]
     planted = eval_set["planted_probs"]
     return {"auc": taups.metrics.auc(probs, labels),
@@ -289,6 +321,7 @@ def main(argv=None):
         totals = train(args, embeddings, model, dense)
         result = evaluate(args, embeddings, model, dense)
         embeddings.close()
+        dense.close()
     steps = totals["steps"]
     summary = {
         "worker": args.worker_id, "workers": args.num_workers,
@@ -296,7 +329,10 @@ def main(argv=None):
         "steps": steps, "batch_size": args.batch_size,
         **{k: round(v, 4) for k, v in result.items()},
         "samples_per_s": round(steps * args.batch_size / totals["seconds"]),
+        "device": args.device, "gradient_path": dense.gradient_path,
         "step_ms": round(totals["step_ms"], 3),
+        "compute_ms": round(totals["compute_ms"], 3),
+        "network_ms": round(totals["network_ms"], 3),
         "tau_mean": round(totals["tau_sum"] / max(steps, 1), 3),
         "tau_max": totals["tau_max"],
         "row_tau_max": totals["row_tau_max"],

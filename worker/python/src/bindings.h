@@ -22,6 +22,9 @@ void BindClientOptions(pybind11::module_& m);
 void BindClient(pybind11::module_& m);
 // CtrData, ps_worker's synthetic click logs (ctr_data_bindings.cc).
 void BindCtrData(pybind11::module_& m);
+// cuda_built, encode_block, SliceEncoder and (with CUDA) DeviceGradient
+// (device_bindings.cc).
+void BindDevice(pybind11::module_& m);
 
 }  // namespace taups::python
 

@@ -89,6 +89,15 @@ PushResult PushDense(const ClientCore& core, const std::string& table,
   });
 }
 
+// A gradient that encodes itself (on the device: taups.DeviceGradient),
+// with the table's push codec and error feedback.
+PushResult PushDenseWith(const ClientCore& core, const std::string& table,
+                         SliceEncoder& encoder, const PullInfo* basis) {
+  return WithoutGil(core, [&](Client& c) {
+    return c.PushDenseWith(table, encoder, basis);
+  });
+}
+
 // row_versions: also read each key's row version (PullInfo.row_versions),
 // so a push based on this pull reports per-row tau (PushResult.row_taus).
 PullInfo PullSparse(const ClientCore& core, const std::string& table,
@@ -184,6 +193,8 @@ void BindClient(py::module_& m) {
       .def("pull_dense", &PullDense, py::arg("table"), py::arg("out"))
       .def("push_dense", &PushDense, py::arg("table"), py::arg("grad"),
            py::arg("basis") = nullptr)
+      .def("push_dense_with", &PushDenseWith, py::arg("table"),
+           py::arg("encoder"), py::arg("basis") = nullptr)
       .def("pull_sparse", &PullSparse, py::arg("table"), py::arg("keys"),
            py::arg("out"), py::arg("row_versions") = false)
       .def("push_sparse", &PushSparse, py::arg("table"), py::arg("keys"),

@@ -15,4 +15,5 @@ PYBIND11_MODULE(_taups, m) {
   taups::python::BindClientOptions(m);
   taups::python::BindClient(m);
   taups::python::BindCtrData(m);
+  taups::python::BindDevice(m);
 }

@@ -21,6 +21,10 @@ the extension was built from.
 TLS and bearer tokens are keyword arguments of Client (tls_ca_file,
 tls_cert_file, tls_key_file, auth_token or auth_token_file), the fields of
 taups.ClientOptions; see docs/SECURITY.md.
+
+`taups.cuda_built` says whether the extension holds the CUDA codecs (then
+`taups._taups.DeviceGradient` encodes gradients in GPU memory, which
+`Client.push_dense_with` pushes); `taups.encode_block` is the CPU codec.
 """
 
 from taups._taups import (
@@ -57,6 +61,9 @@ from taups._taups import (
     UnauthenticatedError,
     UnavailableError,
     WorkerShardStats,
+    cuda_built,
+    cuda_device_count,
+    encode_block,
 )
 from taups.client import Client, client_options
 from taups.compression import compression

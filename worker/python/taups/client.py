@@ -173,6 +173,14 @@ class Client:
         PullInfo). Returns a PushResult (accepted, tau per shard)."""
         return self._core.push_dense(table, as_numpy(grad, "grad"), basis)
 
+    def push_dense_with(self, table, encoder, basis=None):
+        """Sends a gradient that encodes itself, a taups._taups
+        DeviceGradient (CUDA builds: the gradient in GPU memory, encoded
+        there with the table's push codec and error feedback). Returns a
+        PushResult. InvalidArgumentError when its size is not the table's or
+        the table accumulates gradients."""
+        return self._core.push_dense_with(table, encoder, basis)
+
     # --- sparse tables ---
     def pull_sparse(self, table, keys, out, row_versions=False):
         """Reads the rows of `keys` (any shape) into `out`, of shape

@@ -58,8 +58,18 @@ taups_add_python_test(python_torch_dense_prefetch_test
 taups_add_python_test(python_torch_cuda_test
   ${taups_python_dir}/tests/run_if_torch.py
   ${taups_python_dir}/tests/test_torch_cuda.py)
+# DenseParameters under semi_sync, refused stale pushes in StepStats.
+taups_add_python_test(python_torch_policies_test
+  ${taups_python_dir}/tests/run_if_torch.py
+  ${taups_python_dir}/tests/test_torch_policies.py)
+# CUDA gradients encoded on the GPU against the CPU codec (bytes and the
+# shards' parameters); exits 77 without a device or the CUDA codecs.
+taups_add_python_test(python_torch_device_codec_test
+  ${taups_python_dir}/tests/run_if_torch.py
+  ${taups_python_dir}/tests/test_torch_device_codec.py)
 set_tests_properties(python_torch_test python_ctr_example_test
   python_torch_modules_test python_torch_prefetch_test python_torch_cuda_test
+  python_torch_device_codec_test python_torch_policies_test
   python_torch_ssp_prefetch_test python_torch_dense_prefetch_test
   PROPERTIES SKIP_RETURN_CODE 77)
 if(NOT taups_python_torch)

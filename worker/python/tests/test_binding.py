@@ -291,6 +291,35 @@ class BindingTest(unittest.TestCase):
         with self.assertRaises(taups.NotFoundError):
             c.set_compression("no_such_table", taups.compression("fp16"))
 
+    def test_encode_block_is_the_cpu_codec(self):
+        values = np.array([0.5, -1.25, 3.0, 65504.0, -2.0 ** -14],
+                          np.float32)
+        block = taups.encode_block(values, taups.compression("fp16").push)
+        # A 32-byte header, then the values as IEEE half floats.
+        self.assertEqual(len(block), 32 + 2 * values.size)
+        np.testing.assert_array_equal(
+            np.frombuffer(block[32:], np.float16), values.astype(np.float16))
+        # int8: 1 byte per value and a 4-byte scale per bucket.
+        grad = np.linspace(-1, 1, 1000, dtype=np.float32)
+        int8 = taups.compression("int8", bucket_size=256).push
+        self.assertEqual(len(taups.encode_block(grad, int8)),
+                         32 + 1000 + 4 * 4)
+        with self.assertRaises(taups.InvalidArgumentError):  # NaN, scaled
+            taups.encode_block(np.array([np.nan], np.float32), int8)
+        with self.assertRaisesRegex(TypeError, "float32"):
+            taups.encode_block(np.zeros(3), int8)
+
+    def test_push_dense_with_needs_an_encoder(self):
+        self.assertIsInstance(taups.cuda_built, bool)
+        self.assertEqual(hasattr(taups._taups, "DeviceGradient"),
+                         taups.cuda_built)
+        self.assertGreaterEqual(taups.cuda_device_count(), 0)
+        if not taups.cuda_built:
+            self.assertEqual(taups.cuda_device_count(), 0)
+        with self.assertRaises(TypeError):
+            self.client.push_dense_with("dense_sgd",
+                                        np.zeros(10, np.float32))
+
     def test_clock_counts_steps(self):
         with connect(worker_id=3) as c:
             self.assertEqual(c.worker_id, 3)

@@ -26,6 +26,14 @@ then only waits for what is left of it (StepStats wait_s); the stats'
 overlapped_pulls counts the pulls that arrived before the previous step
 was clocked.
 
+CUDA parameters with a push codec (or error feedback) have their gradient
+encoded on the GPU when taups was built with the CUDA codecs and a device
+is usable (taups.torch.device_push): only the encoded blocks leave the
+device, byte for byte what the CPU codec would send. device_codec=None
+chooses that path whenever it can, True requires it (ValueError saying why
+not), False keeps the host path (gradient to pinned memory, CPU codec);
+`gradient_path` says which one is used ("device codec" or "host").
+
 Thread-compatible: use from the training thread (the prefetch runs on a
 thread of this object's own).
 """
@@ -37,6 +45,8 @@ import time
 import torch
 
 import taups
+from taups.torch.device_push import (DevicePush, device_codec_reason,
+                                     flatten_grads)
 from taups.torch.ssp_gate import DEFERRED, SspGate, deferred
 from taups.torch.staging import staging_for
 from taups.torch.stats import StatsBook
@@ -46,14 +56,15 @@ from taups.torch.table_spec import finish_config
 class DenseParameters:
     """See the module docstring. Arguments after `params` are
     taups.dense_table's plus adagrad_initial_accumulator, staleness (a
-    StalenessConfig), compression (a CompressionConfig), create_table and
-    prefetch (pull the next step's values in the background)."""
+    StalenessConfig), compression (a CompressionConfig), create_table,
+    prefetch (pull the next step's values in the background) and
+    device_codec (encode CUDA gradients on the GPU: None = when possible)."""
 
     def __init__(self, client, table, params, *, optimizer="adagrad",
                  learning_rate=0.01, initializer="uniform", init_scale=0.1,
                  init_seed=0, adagrad_initial_accumulator=None,
                  consistency=None, staleness=None, compression=None,
-                 create_table=True, prefetch=False):
+                 create_table=True, prefetch=False, device_codec=None):
         self.client = client
         self.table = table
         self.params = [p for p in params]
@@ -91,6 +102,8 @@ class DenseParameters:
             client.create_table(self.config)
         if compression is not None:
             client.set_compression(table, compression)
+        self._device_push = self._choose_gradient_path(device, compression,
+                                                       device_codec)
         self.prefetch = bool(prefetch)
         self._future = None  # of the background pull: _pull_into's result
         self._executor = None
@@ -101,6 +114,26 @@ class DenseParameters:
             if self.config.consistency.kind == taups.Consistency.SSP:
                 self._gate = SspGate(
                     client, table, self.config.consistency.staleness_bound)
+
+    def _choose_gradient_path(self, device, compression, device_codec):
+        """A DevicePush when the gradient is encoded on the GPU, else None
+        (see the module docstring for device_codec)."""
+        if device_codec is False:
+            return None
+        reason = device_codec_reason(device, compression)
+        if reason is None:
+            return DevicePush(self.client, self.table, self.size, device)
+        if device_codec:
+            raise ValueError(f"DenseParameters {self.table!r}: cannot encode "
+                             f"the gradient on the GPU: {reason}")
+        return None
+
+    @property
+    def gradient_path(self):
+        """"device codec" when gradients are encoded on the GPU and only
+        their blocks leave it, "host" when they are copied to host memory
+        (and encoded there if the table has a codec)."""
+        return "host" if self._device_push is None else "device codec"
 
     # ---------------------------------------------------------- pulling ---
     def _pull_into(self, index):
@@ -173,19 +206,15 @@ class DenseParameters:
     def push(self):
         """Sends the parameters' .grad (zeros where None) as one gradient;
         returns the PushResult (its tau against the last pull)."""
-        offset = 0
-        with torch.no_grad():
-            for p in self.params:
-                n = p.numel()
-                target = self._grad[offset:offset + n]
-                if p.grad is None:
-                    target.zero_()
-                else:
-                    target.copy_(p.grad.reshape(-1))
-                offset += n
+        if self._device_push is not None:  # encoded on the GPU
+            self._device_push.gather(self.params)
+            send = functools.partial(self._device_push.push, self._info)
+        else:
+            flatten_grads(self.params, self._grad)
+            send = functools.partial(self.client.push_dense, self.table,
+                                     self._grad, basis=self._info)
         started = time.monotonic()
-        result = self.client.push_dense(self.table, self._grad,
-                                        basis=self._info)
+        result = send()
         self._book.add_push(self.table, result, time.monotonic() - started)
         return result
 

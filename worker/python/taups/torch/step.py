@@ -45,6 +45,16 @@ class StepStats:
     def wait_s(self):
         return sum(self._values("wait_s"))
 
+    @property
+    def pull_s(self):
+        """Time the step's pulls took, summed over tables (on their own
+        threads; with prefetch they overlap the compute)."""
+        return sum(self._values("pull_s"))
+
+    @property
+    def push_s(self):
+        return sum(self._values("push_s"))
+
     def as_dict(self):
         return {"clock": self.clock, "seconds": self.seconds,
                 "tables": {k: v.as_dict() for k, v in self.tables.items()}}
