@@ -19,6 +19,7 @@ absl::string_view RpcName(Rpc rpc) {
     case Rpc::kCheckpoint: return "Checkpoint";
     case Rpc::kEvictWorker: return "EvictWorker";
     case Rpc::kShardStatus: return "ShardStatus";
+    case Rpc::kRollback: return "Rollback";
   }
   return "unknown";
 }

@@ -30,6 +30,7 @@ enum class Rpc {
   kCheckpoint,
   kEvictWorker,
   kShardStatus,
+  kRollback,
 };
 
 // The RPC's name as ps.proto spells it ("PushDense").

@@ -27,6 +27,7 @@ Grant GrantOf(Rpc method) {
     case Rpc::kSetConsistency:
     case Rpc::kCheckpoint:
     case Rpc::kEvictWorker:
+    case Rpc::kRollback:
       return {false, true, false};
     case Rpc::kShardStatus:
       return {false, true, true};

@@ -4,7 +4,7 @@
 //   method                                   worker        admin  reader
 //   Register Heartbeat Leave Pull* Push*     own ids only  -      -
 //   CreateTable DropTable SetConsistency     -             yes    -
-//   Checkpoint EvictWorker                   -             yes    -
+//   Checkpoint EvictWorker Rollback          -             yes    -
 //   ShardStatus                              -             yes    yes
 //   GetTable Stats                           yes           yes    yes
 //

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/refusal.h"
 #include "common/staleness.h"
 #include "server/consistency_policy.h"
 #include "spdlog/spdlog.h"
@@ -40,11 +41,15 @@ class BarrierPolicy final : public ConsistencyPolicy {
                                    PushOutcome stamp) const override {
     const uint32_t worker = args.origin.worker_id;
     if (!state.live.contains(worker)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "worker ", worker, " is not registered with this shard (or its "
-          "lease expired); table '", state.name(), "' is ",
-          ConsistencyKindName(state.consistency.kind),
-          ", so register before pushing"));
+      // The reason is structured (common/refusal.h): the client redoes the
+      // push after registering on it, never on the message's words.
+      return WithRefusal(
+          absl::FailedPreconditionError(absl::StrCat(
+              "worker ", worker, " is not registered with this shard (or its "
+              "lease expired); table '", state.name(), "' is ",
+              ConsistencyKindName(state.consistency.kind),
+              ", so register before pushing")),
+          Refusal::kNotRegistered);
     }
     if (args.clock > state.open_step && state.just_switched) {
       // Right after a switch to this policy another shard may have opened

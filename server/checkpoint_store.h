@@ -111,6 +111,7 @@ class CheckpointStore {
   absl::StatusOr<LoadedCheckpoint> LoadChain(uint64_t sequence, uint64_t* damaged);
 
   const std::string& dir() const { return options_.dir; }
+  CheckpointFs* fs() const { return fs_; }
   std::string PathOf(uint64_t sequence) const;
 
  private:

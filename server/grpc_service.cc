@@ -283,4 +283,11 @@ grpc::ServerUnaryReactor* ParameterServerService::ShardStatus(
                 [&] { return calls_.ShardStatus(*request, response); });
 }
 
+grpc::ServerUnaryReactor* ParameterServerService::Rollback(
+    grpc::CallbackServerContext* context, const v1::RollbackRequest* request,
+    v1::RollbackResponse* response) {
+  return Answer(context, Allow(context, Rpc::kRollback),
+                [&] { return calls_.Rollback(*request, response); });
+}
+
 }  // namespace taups

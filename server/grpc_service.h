@@ -99,6 +99,12 @@ class ParameterServerService final : public ParameterServerServiceBase {
   grpc::ServerUnaryReactor* ShardStatus(grpc::CallbackServerContext*,
                                         const v1::ShardStatusRequest*,
                                         v1::ShardStatusResponse*) override;
+  // Admin: restore a sync step's checkpoint in place (ShardCalls::Rollback).
+  grpc::ServerUnaryReactor* Rollback(grpc::CallbackServerContext*,
+                                     const v1::RollbackRequest*,
+                                     v1::RollbackResponse*) override;
+  // The incarnation answers carry now (a rollback changes it).
+  uint64_t incarnation() const { return calls_.incarnation(); }
   // The checkpointer, start time and serving flag Checkpoint and
   // ShardStatus report; before the server starts (ShardCalls::SetShardLife).
   void SetShardLife(const ShardCalls::ShardLife& life) { calls_.SetShardLife(life); }

@@ -1,6 +1,9 @@
 // ShardCalls' admin RPCs: Checkpoint, EvictWorker and ShardStatus, as
 // plain calls on the wire messages (the gRPC edge and the in-process
-// transport share them).
+// transport share them). Rollback is in shard_rollback.cc.
+#include <map>
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "server/shard_calls.h"
 #include "wire_convert.h"
@@ -86,6 +89,16 @@ absl::Status ShardCalls::ShardStatus(const v1::ShardStatusRequest&,
   checkpoint->set_last_error(s.last_error);
   checkpoint->set_restored(s.restored_sequence.has_value());
   checkpoint->set_restored_sequence(s.restored_sequence.value_or(0));
+  checkpoint->set_rollbacks(rollbacks_.load());
+  // Steps a rollback could return to; unreadable manifests are the
+  // checkpointer's to report, not a reason to fail the status call.
+  if (absl::StatusOr<std::map<uint64_t, uint64_t>> steps =
+          life_.checkpointer->StepCheckpoints();
+      steps.ok()) {
+    std::set<uint64_t> held;
+    for (const auto& [sequence, step] : *steps) held.insert(step);
+    for (uint64_t step : held) checkpoint->add_sync_steps(step);
+  }
   return absl::OkStatus();
 }
 

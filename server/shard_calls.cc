@@ -1,5 +1,6 @@
 #include "server/shard_calls.h"
 
+#include <optional>
 #include <vector>
 
 #include "common/aligned_view.h"
@@ -74,6 +75,7 @@ absl::StatusOr<ParkedPull> AnswerPull(const std::string& table, CodecKind codec,
 
 absl::Status ShardCalls::CreateTable(const v1::CreateTableRequest& request,
                                      v1::CreateTableResponse* response) {
+  absl::ReaderMutexLock gate(&gate_);
   absl::StatusOr<TableConfig> config = FromWire(request.config());
   if (!config.ok()) return config.status();
   bool created = false;
@@ -111,6 +113,10 @@ absl::Status ShardCalls::PullSparse(const v1::PullSparseRequest& request,
 absl::StatusOr<ParkedPull> ShardCalls::PullDense(
     const v1::PullDenseRequest& request, absl::Time deadline,
     PullWaiters::Wake* park, v1::PullDenseResponse* response) {
+  // A parking pull returns at once, so it may hold the gate; a blocking
+  // one (no park) would hold it for as long as it waits.
+  std::optional<absl::ReaderMutexLock> gate;
+  if (park != nullptr) gate.emplace(&gate_);
   RETURN_IF_ERROR(store_->CheckOwnershipEpoch(request.ownership_epoch()));
   const auto codec = static_cast<CodecKind>(request.pull_codec());
   if (absl::Status ok = CheckPullCodec(codec, request.pull_bucket_size());
@@ -133,6 +139,8 @@ absl::StatusOr<ParkedPull> ShardCalls::PullDense(
 absl::StatusOr<ParkedPull> ShardCalls::PullSparse(
     const v1::PullSparseRequest& request, absl::Time deadline,
     PullWaiters::Wake* park, v1::PullSparseResponse* response) {
+  std::optional<absl::ReaderMutexLock> gate;
+  if (park != nullptr) gate.emplace(&gate_);
   RETURN_IF_ERROR(store_->CheckOwnershipEpoch(request.ownership_epoch()));
   const auto codec = static_cast<CodecKind>(request.pull_codec());
   if (absl::Status ok = CheckPullCodec(codec, request.pull_bucket_size());
@@ -177,6 +185,7 @@ absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
 absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
                                    absl::string_view gradient_bytes,
                                    v1::PushResponse* response) {
+  absl::ReaderMutexLock gate(&gate_);
   // Before the gradient is read: its size is checked against the range this
   // shard's map gives it.
   RETURN_IF_ERROR(store_->CheckOwnershipEpoch(request.ownership_epoch()));
@@ -207,6 +216,7 @@ absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
 
 absl::Status ShardCalls::PushSparse(const v1::PushSparseRequest& request,
                                     v1::PushResponse* response) {
+  absl::ReaderMutexLock gate(&gate_);
   RETURN_IF_ERROR(store_->CheckOwnershipEpoch(request.ownership_epoch()));
   std::vector<uint64_t> key_copy, base_copy;
   std::vector<float> decoded;
@@ -244,6 +254,7 @@ absl::Status ShardCalls::PushSparse(const v1::PushSparseRequest& request,
 
 absl::Status ShardCalls::Register(const v1::RegisterRequest& request,
                                   v1::RegisterResponse* response) {
+  absl::ReaderMutexLock gate(&gate_);
   if (absl::Status ok =
           store_->CheckRegistration(request.worker_id(), request.lease_s());
       !ok.ok()) {
@@ -262,6 +273,7 @@ absl::Status ShardCalls::Register(const v1::RegisterRequest& request,
 
 absl::Status ShardCalls::Heartbeat(const v1::HeartbeatRequest& request,
                                    v1::HeartbeatResponse* response) {
+  absl::ReaderMutexLock gate(&gate_);
   response->set_known(
       store_->Heartbeat(request.worker_id(), request.worker_incarnation()));
   response->set_server_incarnation(incarnation_);
@@ -270,6 +282,7 @@ absl::Status ShardCalls::Heartbeat(const v1::HeartbeatRequest& request,
 
 absl::Status ShardCalls::Leave(const v1::LeaveRequest& request,
                                v1::LeaveResponse* response) {
+  absl::ReaderMutexLock gate(&gate_);
   response->set_known(
       store_->Leave(request.worker_id(), request.worker_incarnation()));
   response->set_server_incarnation(incarnation_);
@@ -278,6 +291,7 @@ absl::Status ShardCalls::Leave(const v1::LeaveRequest& request,
 
 absl::Status ShardCalls::SetConsistency(const v1::SetConsistencyRequest& request,
                                         v1::SetConsistencyResponse* response) {
+  absl::ReaderMutexLock gate(&gate_);
   absl::StatusOr<ConsistencyConfig> consistency = FromWire(request.consistency());
   if (!consistency.ok()) return consistency.status();
   absl::StatusOr<StalenessConfig> staleness = FromWire(request.staleness());
@@ -304,6 +318,7 @@ absl::Status ShardCalls::Stats(const v1::StatsRequest& request,
 
 absl::Status ShardCalls::DropTable(const v1::DropTableRequest& request,
                                    v1::DropTableResponse* response) {
+  absl::ReaderMutexLock gate(&gate_);
   absl::StatusOr<uint64_t> freed = store_->DropTable(request.name());
   if (!freed.ok()) return freed.status();
   response->set_shard_index(store_->shard_index());

@@ -11,6 +11,14 @@
 // answer carries `incarnation`. Wire traffic is counted per table as the
 // gRPC edge counts it.
 //
+// Rollback (shard_rollback.cc) restores a sync step's checkpoint in place:
+// pushes, parking pulls, membership and table admin calls hold a gate
+// shared while they run; Rollback holds it exclusively for the restore,
+// so each such call runs wholly before it or wholly after it, and the
+// incarnation changes with it (answers after it carry the new one).
+// Blocking pulls (the in-process transport's) do not hold the gate: they
+// read one table part at one point, before or after its restore.
+//
 // Thread-safe (the store is). The store must outlive this object.
 #ifndef TAUPS_SERVER_SHARD_CALLS_H_
 #define TAUPS_SERVER_SHARD_CALLS_H_
@@ -20,6 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "ps.pb.h"
 #include "server/parameter_store.h"
@@ -89,6 +98,11 @@ class ShardCalls {
   // Reader / admin: Stats of every table plus the shard's own state.
   absl::Status ShardStatus(const v1::ShardStatusRequest& request,
                            v1::ShardStatusResponse* response);
+  // Admin (shard_rollback.cc): restores in place the newest checkpoint of
+  // sync step request.step, all or nothing (ps.proto RollbackRequest).
+  absl::Status Rollback(const v1::RollbackRequest& request,
+                        v1::RollbackResponse* response)
+      ABSL_LOCKS_EXCLUDED(gate_);
 
   // What the shard knows beyond its store, for Checkpoint and ShardStatus.
   // Set once, before the first call (ShardServer does, before it opens its
@@ -102,14 +116,18 @@ class ShardCalls {
   void SetShardLife(const ShardLife& life) { life_ = life; }
 
   ParameterStore* store() const { return store_; }
-  uint64_t incarnation() const { return incarnation_; }
+  uint64_t incarnation() const { return incarnation_.load(); }
   const WireTraffic& traffic() const { return traffic_; }
 
  private:
   ParameterStore* const store_;
-  const uint64_t incarnation_;
+  std::atomic<uint64_t> incarnation_;  // changed only by Rollback
   WireTraffic traffic_;
   ShardLife life_;
+  // Held shared by the calls a rollback must not interleave with.
+  mutable absl::Mutex gate_;
+  std::atomic<uint64_t> rollbacks_{0};
+  absl::Mutex rollback_mu_;  // one Rollback at a time
 };
 
 }  // namespace taups

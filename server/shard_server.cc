@@ -352,7 +352,7 @@ absl::Status ShardServer::Checkpoint() {
   }
   return state_->checkpointer->TakeNow().status();
 }
-uint64_t ShardServer::incarnation() const { return state_->incarnation; }
+uint64_t ShardServer::incarnation() const { return state_->service->incarnation(); }
 
 void ShardServer::Wait() { state_->shut_down.WaitForNotification(); }
 

@@ -124,6 +124,7 @@ TEST_CASE("every method against every role") {
       {Rpc::kCheckpoint, false, true, false},
       {Rpc::kEvictWorker, false, true, false},
       {Rpc::kShardStatus, false, true, true},
+      {Rpc::kRollback, false, true, false},
   };
   for (const Row& row : rows) {
     INFO(RpcName(row.method));

@@ -417,7 +417,8 @@ TEST_CASE("ps_admin --help lists every command; a wrong one is named") {
   Process help(BinDir() + "/ps_admin", {"--help"}, run.path() + "/help.log");
   REQUIRE(help.Wait(absl::Seconds(30)) == 0);
   for (const char* command : {"\n  status ", "\n  checkpoint ", "\n  evict --worker=N",
-                              "\n  stats ", "\n  set-policy ", "\n  drop-table "}) {
+                              "\n  rollback [--step=S]", "\n  stats ", "\n  set-policy ",
+                              "\n  drop-table "}) {
     INFO(command);
     CHECK(absl::StrContains(help.Output(), command));
   }

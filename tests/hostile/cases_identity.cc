@@ -121,6 +121,14 @@ std::vector<Rpc> EveryRpc(const HostileShard& shard, uint32_t worker) {
        [](HostileShard& s, Who who) {
          return Send(s, who, &Stub::ShardStatus, v1::ShardStatusRequest());
        }},
+      // Would restore step 0 in place (the suite's shard has no checkpoint
+      // dir, so an admin gets FAILED_PRECONDITION; others must not get there).
+      {"Rollback",
+       [](HostileShard& s, Who who) {
+         v1::RollbackRequest r;
+         r.set_step(0);
+         return Send(s, who, &Stub::Rollback, r);
+       }},
   };
 }
 
@@ -134,7 +142,8 @@ bool IsWorkerRpc(const std::string& name) {
 
 bool IsAdminRpc(const std::string& name) {
   return name == "CreateTable" || name == "DropTable" || name == "Checkpoint" ||
-         name.rfind("SetConsistency", 0) == 0 || name.rfind("EvictWorker", 0) == 0;
+         name == "Rollback" || name.rfind("SetConsistency", 0) == 0 ||
+         name.rfind("EvictWorker", 0) == 0;
 }
 
 Case Denied(const std::string& name, Who who, const Rpc& rpc, StatusCode code,
@@ -214,6 +223,13 @@ CaseClass AdminTargetCases(const HostileShard&) {
                      [](HostileShard& s) {
                        return Send(s, Who::kAdmin, &Stub::Checkpoint,
                                    v1::CheckpointRequest());
+                     }});
+  c.cases.push_back({"rollback of a shard without --checkpoint_dir",
+                     StatusCode::FAILED_PRECONDITION, "it has no checkpoints to roll back to",
+                     [](HostileShard& s) {
+                       v1::RollbackRequest r;
+                       r.set_step(4);
+                       return Send(s, Who::kAdmin, &Stub::Rollback, r);
                      }});
   // A drain of a stranger would bar the id from registering: refused too.
   for (bool drain : {false, true}) {

@@ -4,9 +4,9 @@
 
 #include <limits>
 
-#include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
+#include "common/refusal.h"
 #include "common/shard_map.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
@@ -133,8 +133,9 @@ std::optional<ClientEvents> EventsOf(const Client& client) {
 }
 
 bool ClientCore::RefusedUnregistered(const absl::Status& status) {
-  return absl::IsFailedPrecondition(status) &&
-         absl::StrContains(status.message(), "is not registered with this shard");
+  // The structured reason only (common/refusal.h): a message that happens
+  // to contain the words is not a reason to send a push again.
+  return RefusalOf(status) == Refusal::kNotRegistered;
 }
 
 void ClientCore::NoteRedo(uint32_t shard, const std::string& table,

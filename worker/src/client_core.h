@@ -355,8 +355,9 @@ class ClientCore final : public Client {
   static void ReportPart(const PushPart<Request>& part) {
     for (const absl::Status& s : part.statuses) part.fan->Report(s);
   }
-  // A shard's refusal of a push from a worker it does not know (its
-  // BarrierPolicy: server/barrier_policy.cc words it so).
+  // A shard's refusal of a push from a worker it does not know: the
+  // structured reason (Refusal::kNotRegistered, common/refusal.h), never
+  // the message's words.
   static bool RefusedUnregistered(const absl::Status& status);
 
   // Sends `request` to every shard, all in flight at once, and blocks until

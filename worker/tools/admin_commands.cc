@@ -1,10 +1,12 @@
 #include "worker/tools/admin_commands.h"
 
 #include <cstdio>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "worker/tools/cluster_status.h"
 
 namespace taups {
@@ -116,6 +118,72 @@ absl::Status PrintEviction(ShardAdmin& admin, uint32_t worker, bool drain) {
     }
   }
   return Failures(answers, drain ? "drain" : "evict");
+}
+
+absl::StatusOr<uint64_t> CommonStep(
+    const std::vector<absl::StatusOr<v1::ShardStatusResponse>>& shards,
+    std::optional<uint64_t> step) {
+  RETURN_IF_ERROR(Failures(shards, "rollback (asking each shard for its steps)"));
+  std::set<uint64_t> common;
+  std::vector<std::string> held;  // "shard 0: [3, 6]"
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const v1::CheckpointStatus& c = shards[i]->checkpoint();
+    if (!c.enabled()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "shard ", i, " runs without --checkpoint_dir; nothing to roll back to"));
+    }
+    const std::set<uint64_t> steps(c.sync_steps().begin(), c.sync_steps().end());
+    held.push_back(absl::StrCat("shard ", i, ": [", absl::StrJoin(steps, ", "), "]"));
+    if (i == 0) {
+      common = steps;
+    } else {
+      std::set<uint64_t> both;
+      for (uint64_t s : steps) {
+        if (common.contains(s)) both.insert(s);
+      }
+      common = std::move(both);
+    }
+  }
+  const std::string holds = absl::StrJoin(held, "; ");
+  if (step) {
+    if (common.contains(*step)) return *step;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "not every shard holds a checkpoint of step ", *step,
+        " (step cuts held: ", holds, "); nothing rolled back"));
+  }
+  if (common.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no step is held by every shard (step cuts held: ", holds,
+        "; see --checkpoint_every_steps and --checkpoint_keep); nothing rolled back"));
+  }
+  return *common.rbegin();
+}
+
+absl::Status RollBackCluster(ShardAdmin& admin, std::optional<uint64_t> step) {
+  ASSIGN_OR_RETURN(const uint64_t cut, CommonStep(admin.ShardStatus(), step));
+  const std::vector<absl::StatusOr<v1::RollbackResponse>> answers = admin.Rollback(cut);
+  int rolled = 0;
+  for (const auto& answer : answers) {
+    if (!answer.ok()) continue;
+    ++rolled;
+    uint64_t version = 0;
+    for (const v1::RolledBackTable& t : answer->tables()) version += t.version();
+    std::printf("shard %u rolled back to step %lu (version %lu); %lu updates after "
+                "it discarded (%s, %d tables, %u live workers, %.3f s)\n",
+                answer->shard_index(), static_cast<unsigned long>(cut),
+                static_cast<unsigned long>(version),
+                static_cast<unsigned long>(answer->discarded_updates()),
+                answer->path().c_str(), answer->tables_size(),
+                answer->live_workers(), answer->duration_s());
+  }
+  if (rolled > 0 && rolled < static_cast<int>(answers.size())) {
+    std::fprintf(stderr,
+                 "ps_admin: only %d of %zu shards rolled back to step %lu; the "
+                 "others still hold their state: run rollback --step=%lu again\n",
+                 rolled, answers.size(), static_cast<unsigned long>(cut),
+                 static_cast<unsigned long>(cut));
+  }
+  return Failures(answers, "rollback");
 }
 
 }  // namespace taups

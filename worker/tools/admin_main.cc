@@ -4,14 +4,15 @@
 //   ps_admin --servers=h:p,h:p status [--tables=T,U] [--json]
 //   ps_admin --servers=h:p,h:p checkpoint [--json]
 //   ps_admin --servers=h:p,h:p evict --worker=N [--drain]
+//   ps_admin --servers=h:p,h:p rollback [--step=S]
 //   ps_admin --servers=h:p,h:p stats --table=mlp
 //   ps_admin --servers=h:p,h:p set-policy --table=mlp --num_workers=4
 //            --consistency=semi_sync --quorum=0.75 --late=reuse_last
 //   ps_admin --servers=h:p,h:p drop-table --table=mlp
 //
-// status, checkpoint and evict ask every shard itself (shard_admin.h) and
-// report each shard's answer; a shard that fails is named with its error
-// and the exit status is 1.
+// status, checkpoint, evict and rollback ask every shard itself
+// (shard_admin.h) and report each shard's answer; a shard that fails is
+// named with its error and the exit status is 1.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -43,8 +44,11 @@ ABSL_FLAG(int64_t, worker, -1, "evict: the worker id to evict or drain");
 ABSL_FLAG(bool, drain, false,
           "evict: let the worker finish the step it is in, then refuse its "
           "later steps and registrations (until the shards restart)");
+ABSL_FLAG(int64_t, step, -1,
+          "rollback: the sync step to roll every shard back to (default: the "
+          "newest step every shard holds a checkpoint of)");
 ABSL_FLAG(double, timeout_s, 60,
-          "status, checkpoint, evict: how long each shard may take to answer");
+          "status, checkpoint, evict, rollback: how long each shard may take to answer");
 ABSL_FLAG(uint32_t, num_workers, 0,
           "set-policy: workers a sync/semi_sync/ssp barrier expects");
 
@@ -55,6 +59,7 @@ namespace {
 std::vector<FlagRange> AllFlagRanges() {
   std::vector<FlagRange> ranges = {{"num_workers", 0, 65536},
                                    {"worker", -1, 4294967294.0},
+                                   {"step", -1, 9.2e18},
                                    {"timeout_s", 0.001, 86400}};
   AppendFlagRanges(ranges, PolicyFlagRanges());
   return ranges;
@@ -134,7 +139,7 @@ absl::Status PrintStats(Client& client, const std::string& table) {
 }
 
 constexpr char kCommands[] =
-    "status, checkpoint, evict, stats, set-policy or drop-table";
+    "status, checkpoint, evict, rollback, stats, set-policy or drop-table";
 
 absl::Status Run(const std::vector<char*>& args) {
   if (args.size() != 2) {
@@ -161,6 +166,12 @@ absl::Status Run(const std::vector<char*>& args) {
     ASSIGN_OR_RETURN(std::unique_ptr<ShardAdmin> admin, OpenShardAdmin());
     return PrintEviction(*admin, static_cast<uint32_t>(worker),
                          absl::GetFlag(FLAGS_drain));
+  }
+  if (command == "rollback") {
+    const int64_t step = absl::GetFlag(FLAGS_step);
+    ASSIGN_OR_RETURN(std::unique_ptr<ShardAdmin> admin, OpenShardAdmin());
+    return RollBackCluster(*admin, step < 0 ? std::nullopt
+                                            : std::optional<uint64_t>(step));
   }
   if (command != "stats" && command != "set-policy" && command != "drop-table") {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -200,6 +211,9 @@ constexpr char kUsage[] =
     "answers once each is durable (admin)\n"
     "  evict --worker=N [--drain]       declare worker N dead on every shard "
     "now, or with --drain after the step it is in (admin)\n"
+    "  rollback [--step=S]             every shard restores in place its "
+    "checkpoint of sync step S (default: the newest step all hold; refused "
+    "when one lacks it); workers register again and go on from it (admin)\n"
     "  stats --table=T                  the table's figures per shard and "
     "worker\n"
     "  set-policy --table=T --num_workers=N --consistency=sync|semi_sync|"

@@ -98,4 +98,11 @@ std::vector<absl::StatusOr<v1::EvictWorkerResponse>> ShardAdmin::EvictWorker(
                       [this](int i, const absl::Status& s) { return Named(i, s); });
 }
 
+std::vector<absl::StatusOr<v1::RollbackResponse>> ShardAdmin::Rollback(uint64_t step) {
+  v1::RollbackRequest request;
+  request.set_step(step);
+  return OnEveryShard(stubs_->stubs, timeout_, &Stub::Rollback, request,
+                      [this](int i, const absl::Status& s) { return Named(i, s); });
+}
+
 }  // namespace taups

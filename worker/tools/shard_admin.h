@@ -1,5 +1,6 @@
 // ShardAdmin: ps_admin's own line to every shard for the admin RPCs the
-// client library does not offer (ShardStatus, Checkpoint, EvictWorker):
+// client library does not offer (ShardStatus, Checkpoint, EvictWorker,
+// Rollback):
 // one channel per shard, made by the one credentials factory
 // (proto/grpc_credentials.h) with the same TLS and token settings as the
 // library's ClientOptions, and the generated stub.
@@ -39,6 +40,8 @@ class ShardAdmin {
   std::vector<absl::StatusOr<v1::CheckpointResponse>> Checkpoint();
   std::vector<absl::StatusOr<v1::EvictWorkerResponse>> EvictWorker(
       uint32_t worker, bool drain);
+  // Every shard restores its checkpoint of sync step `step` in place.
+  std::vector<absl::StatusOr<v1::RollbackResponse>> Rollback(uint64_t step);
 
  private:
   struct Stubs;
