@@ -314,8 +314,18 @@ void ShardCheckpointer::FileStepCut(const std::string& table, const Partition& p
   }
   absl::MutexLock lock(&steps_mu_);
   step_copies_[cut.step][table] = std::move(copy);
-  // A table far ahead of another must not pile up copies: keep 4 steps.
-  while (step_copies_.size() > 4) step_copies_.erase(step_copies_.begin());
+  // Copies of at most 4 steps wait (a slow write, or a table far ahead
+  // of another). What gives way follows from the steps alone, so shards
+  // that fall behind by different amounts still keep the same steps: the
+  // cuts of multiples of 4 N outlast the others. The oldest waiting step
+  // that is not such a multiple goes (the incoming one, if it is the only
+  // one); when all are, the oldest.
+  const uint64_t coarse = 4 * options_.every_steps;
+  while (step_copies_.size() > 4) {
+    auto gone = std::find_if(step_copies_.begin(), step_copies_.end(),
+                             [&](const auto& step) { return step.first % coarse != 0; });
+    step_copies_.erase(gone != step_copies_.end() ? gone : step_copies_.begin());
+  }
   step_copied_ = true;  // wakes Loop to write it
 }
 

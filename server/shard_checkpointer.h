@@ -25,10 +25,14 @@
 // once every such table of the shard has its copy for step k*N, the
 // background thread writes them (and the other tables as they are then) as one
 // checkpoint whose header records sync_step = k*N; every complete step is
-// written, oldest first, while at most 4 steps' copies wait (older ones give
-// way). Shards running the same steps thus hold checkpoints of the same
-// steps: restoring one of those on every shard gives the model as it was
-// after that step. Tables are hooked by the background thread, within
+// written, oldest first, while at most 4 steps' copies wait. When a fifth
+// comes, the oldest step that is not a multiple of 4 N gives way (the
+// incoming one if it is the only such; the oldest when all are): a rule of
+// the step numbers alone, so shards whose writes fall behind by different
+// amounts still all keep the multiples of 4 N (as long as each writes one
+// checkpoint per 4 N steps). Shards running the same steps thus hold
+// checkpoints of the same steps: restoring one of those on every shard
+// gives the model as it was after that step. Tables are hooked by the background thread, within
 // 200 ms of their creation. Async tables have no steps: each of their
 // checkpoints is consistent in itself only.
 //
