@@ -26,6 +26,7 @@
 #include "absl/time/clock.h"
 #include "server/checkpoint_store.h"
 #include "taups/client.h"
+#include "tests/checkpoint_steps.h"
 #include "tests/process_harness.h"
 
 namespace taups::testing {
@@ -183,25 +184,6 @@ std::vector<float> ValuesOfStep(const std::vector<std::string>& dirs, uint64_t s
     REQUIRE(found);
   }
   return values;
-}
-
-// The sync steps of the complete checkpoints in `dir`, from their manifests
-// (opening a CheckpointStore would remove a checkpoint being written).
-std::set<uint64_t> StepsIn(const std::string& dir) {
-  std::set<uint64_t> steps;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    uint64_t sequence = 0;
-    if (!ParseCheckpointDirName(entry.path().filename().string(), &sequence)) continue;
-    const std::string path = entry.path().string() + "/MANIFEST";
-    auto size = PosixCheckpointFs()->FileSize(path);
-    if (!size.ok()) continue;
-    auto file = PosixCheckpointFs()->OpenFile(path);
-    if (!file.ok()) continue;
-    auto manifest = ReadManifestFile(file->get(), path, *size);
-    if (manifest.ok() && manifest->header.sync_step) steps.insert(*manifest->header.sync_step);
-  }
-  return steps;
 }
 
 // "shard s rolled back to step N" in ps_admin's output: N, or nullopt.

@@ -54,6 +54,7 @@
 #include "absl/time/clock.h"
 #include "server/checkpoint_store.h"
 #include "taups/client.h"
+#include "tests/checkpoint_steps.h"
 #include "tests/process_harness.h"
 
 namespace taups {
@@ -152,26 +153,6 @@ Cluster Start(const TempDir& run, const std::string& state, const std::string& n
     cluster.shards.push_back(std::move(one[0]));
   }
   return cluster;
-}
-
-// The sync steps of the complete checkpoints in `dir` (manifests only:
-// opening a CheckpointStore would remove a tmp-* left by the kill).
-std::set<uint64_t> StepsIn(const std::string& dir) {
-  std::set<uint64_t> steps;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    uint64_t sequence = 0;
-    if (!ParseCheckpointDirName(entry.path().filename().string(), &sequence)) continue;
-    const std::string path = entry.path().string() + "/MANIFEST";
-    CheckpointFs* fs = PosixCheckpointFs();
-    auto size = fs->FileSize(path);
-    if (!size.ok()) continue;
-    auto file = fs->OpenFile(path);
-    if (!file.ok()) continue;
-    auto manifest = ReadManifestFile(file->get(), path, *size);
-    if (manifest.ok() && manifest->header.sync_step) steps.insert(*manifest->header.sync_step);
-  }
-  return steps;
 }
 
 // The steps every shard holds a complete checkpoint of.
