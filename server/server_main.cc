@@ -16,6 +16,7 @@
 #include "common/command_line.h"
 #include "common/flag_checks.h"
 #include "common/grpc_logging.h"
+#include "common/lock_checks.h"
 #include "common/logging.h"
 #include "common/malloc_tuning.h"
 #include "common/port_file.h"
@@ -300,6 +301,7 @@ absl::StatusOr<taups::ServerSecurity> SecurityFromFlags() {
 
 int main(int argc, char** argv) {
   taups::KeepLargeBuffersMapped();
+  taups::SkipLockOrderChecks();
   taups::ParseCommandLineOrExit(
       argc, argv, "ps_server",
       "ps_server: one shard of a tauPS parameter server.\n"

@@ -21,6 +21,7 @@
 #include "common/flag_checks.h"
 #include "common/grpc_logging.h"
 #include "common/log_rate_limiter.h"
+#include "common/lock_checks.h"
 #include "common/logging.h"
 #include "common/malloc_tuning.h"
 #include "common/metrics.h"
@@ -324,6 +325,7 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   taups::KeepLargeBuffersMapped();
+  taups::SkipLockOrderChecks();
   const std::vector<taups::FlagRange> ranges = taups::trainer::AllFlagRanges();
   taups::ParseCommandLineOrExit(
       argc, argv, "ps_worker",
