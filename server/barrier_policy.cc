@@ -116,9 +116,17 @@ class BarrierPolicy final : public ConsistencyPolicy {
       if (!state.arrivals.contains(w)) waiting.push_back(w);
     }
     std::sort(waiting.begin(), waiting.end());
+    std::vector<uint32_t> awaited(state.awaited.begin(), state.awaited.end());
+    std::sort(awaited.begin(), awaited.end());
     return absl::StrCat("step ", state.open_step, " of table '", state.name(),
                         "' is still open, waiting for workers [",
-                        absl::StrJoin(waiting, ","), "] (",
+                        absl::StrJoin(waiting, ","), "]",
+                        awaited.empty()
+                            ? std::string()
+                            : absl::StrCat(" and for [", absl::StrJoin(awaited, ","),
+                                           "] to register again after the "
+                                           "shard's restore"),
+                        " (",
                         state.ever_registered, " of ",
                         state.consistency.num_workers,
                         " expected workers registered)");
@@ -237,10 +245,13 @@ class BarrierPolicy final : public ConsistencyPolicy {
     if (state.ever_registered < state.consistency.num_workers) return;  // start-up gate
     size_t live_arrived = 0;
     for (uint32_t w : state.live) live_arrived += state.arrivals.contains(w) ? 1 : 0;
-    size_t needed = state.live.size();
+    // Workers awaited after a restore count as live that have not arrived
+    // (they cannot push before registering again).
+    const size_t members = state.live.size() + state.awaited.size();
+    size_t needed = members;
     if (SemiSync(state)) {
       needed = static_cast<size_t>(std::ceil(
-          state.consistency.quorum * static_cast<double>(state.live.size()) - 1e-9));
+          state.consistency.quorum * static_cast<double>(members) - 1e-9));
       needed = std::max<size_t>(needed, 1);
     }
     if (live_arrived >= needed) Close(state, reason, last_arrival);

@@ -91,11 +91,18 @@ absl::Status ConsistencyController::AwaitPullReady(uint32_t worker,
 }
 
 void ConsistencyController::SetLiveWorkers(const std::vector<uint32_t>& live,
-                                           size_t ever_registered) {
+                                           size_t ever_registered,
+                                           const std::vector<uint32_t>& awaited) {
   absl::MutexLock lock(&mu_);
   state_.live = absl::flat_hash_set<uint32_t>(live.begin(), live.end());
+  state_.awaited = absl::flat_hash_set<uint32_t>(awaited.begin(), awaited.end());
   state_.ever_registered = ever_registered;
   policy().OnMembership(state_);
+}
+
+std::vector<uint32_t> ConsistencyController::KnownWorkers() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return state_.KnownWorkers();
 }
 
 uint64_t ConsistencyController::JoinClock(uint32_t worker) {

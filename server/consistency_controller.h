@@ -85,10 +85,15 @@ class ConsistencyController {
   absl::Status AwaitPullReady(uint32_t worker, uint64_t clock,
                               absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Membership changed: the live workers now, and how many ever registered.
-  // May close a step that was waiting only for workers now dead.
-  void SetLiveWorkers(const std::vector<uint32_t>& live, size_t ever_registered)
+  // Membership changed: the live workers now, how many ever registered, and
+  // those awaited after a restore (Membership::AwaitReturning). May close a
+  // step that was waiting only for workers now dead.
+  void SetLiveWorkers(const std::vector<uint32_t>& live, size_t ever_registered,
+                      const std::vector<uint32_t>& awaited = {})
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Every worker the clocks know, in id order (after a restore: the ones the
+  // checkpoint knew).
+  std::vector<uint32_t> KnownWorkers() const ABSL_LOCKS_EXCLUDED(mu_);
   // The clock a (re)joining worker starts at; records it.
   uint64_t JoinClock(uint32_t worker) ABSL_LOCKS_EXCLUDED(mu_);
   // Time passed: closes a semi-sync step whose timeout has passed.

@@ -24,10 +24,15 @@ Membership::Registration Membership::Register(uint32_t worker,
     spdlog::warn("worker {} re-registered with a new incarnation {:016x}; "
                  "the old one ({:016x}) is gone",
                  worker, incarnation, w.incarnation);
+  } else if (!inserted && w.awaited) {
+    spdlog::info("worker {} registered again after the shard's restore",
+                 worker);
   } else if (!inserted && !w.live) {
     spdlog::info("worker {} rejoined after {}", worker,
                  w.left ? "leaving" : "being declared dead");
   }
+  w.awaited = false;
+  w.registered = true;
   w.left = false;
   w.evicted = false;
   w.worker_id = worker;
@@ -78,8 +83,23 @@ Membership::Eviction Membership::Evict(uint32_t worker) {
                  worker, w.incarnation);
   }
   w.live = false;
+  w.awaited = false;
   w.evicted = !w.left;  // one that left stays recorded as having left
   return result;
+}
+
+void Membership::AwaitReturning(const std::vector<uint32_t>& workers,
+                                absl::Duration grace) {
+  absl::MutexLock lock(&mu_);
+  for (uint32_t id : workers) {
+    auto [it, inserted] = workers_.try_emplace(id);
+    if (!inserted) continue;
+    WorkerStatus& w = it->second;
+    w.worker_id = id;
+    w.awaited = true;
+    w.last_seen = clock_->Now();
+    w.lease = grace;
+  }
 }
 
 std::vector<uint32_t> Membership::Expire() {
@@ -87,6 +107,14 @@ std::vector<uint32_t> Membership::Expire() {
   std::vector<uint32_t> died;
   absl::MutexLock lock(&mu_);
   for (auto& [id, w] : workers_) {
+    if (w.awaited && now - w.last_seen > w.lease) {
+      w.awaited = false;
+      died.push_back(id);
+      spdlog::warn(
+          "worker {} did not register again within {} of the shard's restore; "
+          "steps no longer wait for it", id, absl::FormatDuration(w.lease));
+      continue;
+    }
     if (w.live && now - w.last_seen > w.lease) {
       w.live = false;
       ++lease_expirations_;
@@ -120,6 +148,16 @@ std::vector<uint32_t> Membership::LiveWorkers() const {
   return live;
 }
 
+std::vector<uint32_t> Membership::AwaitedWorkers() const {
+  std::vector<uint32_t> awaited;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, w] : workers_) {
+    if (w.awaited) awaited.push_back(id);
+  }
+  std::sort(awaited.begin(), awaited.end());
+  return awaited;
+}
+
 std::vector<WorkerStatus> Membership::Workers() const {
   std::vector<WorkerStatus> all;
   absl::MutexLock lock(&mu_);
@@ -133,7 +171,9 @@ std::vector<WorkerStatus> Membership::Workers() const {
 
 size_t Membership::ever_registered() const {
   absl::MutexLock lock(&mu_);
-  return workers_.size();
+  size_t registered = 0;
+  for (const auto& [id, w] : workers_) registered += w.registered ? 1 : 0;
+  return registered;
 }
 
 uint64_t Membership::lease_expirations() const {

@@ -30,6 +30,11 @@ struct WorkerStatus {
   bool live = false;
   bool left = false;  // said goodbye (Leave) rather than going silent
   bool evicted = false;  // declared dead by an admin (Evict), not by its lease
+  // Known to the tables a restore brought back, not registered since
+  // (AwaitReturning): not live, but barriers wait for it until last_seen +
+  // lease.
+  bool awaited = false;
+  bool registered = false;  // registered with this shard process at least once
   absl::Time last_seen;
   absl::Duration lease;
 };
@@ -61,12 +66,25 @@ class Membership {
     bool was_live = false;
   };
   Eviction Evict(uint32_t worker) ABSL_LOCKS_EXCLUDED(mu_);
-  // Declares expired leases dead; returns the workers that just died.
+  // After a restore: `workers` (the ones the restored tables knew) are
+  // awaited for `grace` from now: not live (a push still needs a new
+  // Register), but a barrier counts them as it would live workers, so a step
+  // cannot close with only the first worker back. Registering ends the
+  // wait; so does `grace` running out (Expire returns the worker then) or
+  // an Evict. Workers already known are left as they are.
+  void AwaitReturning(const std::vector<uint32_t>& workers,
+                      absl::Duration grace) ABSL_LOCKS_EXCLUDED(mu_);
+  // Declares expired leases dead and ends the wait for awaited workers whose
+  // grace ran out; returns those workers.
   std::vector<uint32_t> Expire() ABSL_LOCKS_EXCLUDED(mu_);
 
   bool IsLive(uint32_t worker) const ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<uint32_t> LiveWorkers() const ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<uint32_t> AwaitedWorkers() const ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<WorkerStatus> Workers() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Workers that registered with this process at least once (awaited ones
+  // do not count until they do, so a barrier's start-up gate holds after a
+  // restore as on a first start).
   size_t ever_registered() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t lease_expirations() const ABSL_LOCKS_EXCLUDED(mu_);
   absl::Duration default_lease() const { return default_lease_; }

@@ -1,7 +1,9 @@
 #include "server/parameter_store.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/aligned_view.h"
 #include "common/status_macros.h"
@@ -100,7 +102,8 @@ absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& request
     entry->partition = std::make_shared<Partition>(std::move(table), clock_,
                                                    partition_limits);
     entry->partition->SetLiveWorkers(membership_.LiveWorkers(),
-                                     membership_.ever_registered());
+                                     membership_.ever_registered(),
+                                     membership_.AwaitedWorkers());
     tables_.emplace(config.name, entry);
   }
   *created = true;
@@ -570,8 +573,24 @@ absl::StatusOr<PushOutcome> ParameterStore::PushSparse(
 
 void ParameterStore::PublishMembership() {
   const std::vector<uint32_t> live = membership_.LiveWorkers();
+  const std::vector<uint32_t> awaited = membership_.AwaitedWorkers();
   const size_t ever = membership_.ever_registered();
-  for (const auto& entry : Entries()) entry->partition->SetLiveWorkers(live, ever);
+  for (const auto& entry : Entries()) {
+    entry->partition->SetLiveWorkers(live, ever, awaited);
+  }
+}
+
+size_t ParameterStore::AwaitRestoredWorkers() {
+  absl::flat_hash_set<uint32_t> known;
+  for (const auto& entry : Entries()) {
+    for (uint32_t w : entry->partition->KnownWorkers()) known.insert(w);
+  }
+  std::vector<uint32_t> workers(known.begin(), known.end());
+  std::sort(workers.begin(), workers.end());
+  const absl::Duration lease = membership_.default_lease();
+  membership_.AwaitReturning(workers, lease + lease / 4);
+  PublishMembership();
+  return workers.size();
 }
 
 absl::Status ParameterStore::CheckRegistration(uint32_t worker,

@@ -257,6 +257,13 @@ class ParameterStore {
   bool Heartbeat(uint32_t worker, uint64_t incarnation);
   // The worker is done: it leaves every barrier and quorum now.
   bool Leave(uint32_t worker, uint64_t incarnation);
+  // After a restore (the tables hold a checkpoint's clocks, no worker has
+  // registered yet): every worker those clocks know is awaited for one
+  // default lease plus one heartbeat interval (Membership::AwaitReturning),
+  // so a sync / semi-sync step waits for them as it did before the restart
+  // instead of closing with only the first worker back. Returns how many
+  // workers are awaited.
+  size_t AwaitRestoredWorkers();
   // Expires leases, closes semi-sync steps whose timeout passed and expires
   // sparse rows idle for their table's ttl. The server calls it every few
   // milliseconds; simulations after moving time.

@@ -296,8 +296,9 @@ void Partition::ExpireParked() {
 }
 
 void Partition::SetLiveWorkers(const std::vector<uint32_t>& live,
-                               size_t ever_registered) {
-  Apply([&] { controller_.SetLiveWorkers(live, ever_registered); });
+                               size_t ever_registered,
+                               const std::vector<uint32_t>& awaited) {
+  Apply([&] { controller_.SetLiveWorkers(live, ever_registered, awaited); });
 }
 
 uint64_t Partition::JoinClock(uint32_t worker) {

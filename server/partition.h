@@ -158,7 +158,10 @@ class Partition {
   size_t parked_pulls() const { return waiters_->size(); }
 
   // Membership, time and admin changes, each on the apply path.
-  void SetLiveWorkers(const std::vector<uint32_t>& live, size_t ever_registered);
+  void SetLiveWorkers(const std::vector<uint32_t>& live, size_t ever_registered,
+                      const std::vector<uint32_t>& awaited = {});
+  // The workers this part's clocks know (ConsistencyController::KnownWorkers).
+  std::vector<uint32_t> KnownWorkers() const { return controller_.KnownWorkers(); }
   uint64_t JoinClock(uint32_t worker);
   void Tick();
   absl::Status SetConfig(const ConsistencyConfig& consistency,

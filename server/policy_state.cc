@@ -29,6 +29,14 @@ uint64_t PolicyState::MinLiveClock(int64_t excluding) const {
   return min;
 }
 
+std::vector<uint32_t> PolicyState::KnownWorkers() const {
+  std::vector<uint32_t> known;
+  known.reserve(clocks.size());
+  for (const auto& [w, c] : clocks) known.push_back(w);
+  std::sort(known.begin(), known.end());
+  return known;
+}
+
 void PolicyState::AdvanceClock(uint32_t worker, uint64_t pushed_for_step) {
   uint64_t& c = clocks[worker];
   c = std::max(c, pushed_for_step + 1);

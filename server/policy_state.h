@@ -49,6 +49,9 @@ struct PolicyState {
 
   // Membership, as last published by the shard.
   absl::flat_hash_set<uint32_t> live;
+  // Workers the restored tables knew that have not registered again yet
+  // (Membership::AwaitReturning): barriers wait for them as for live ones.
+  absl::flat_hash_set<uint32_t> awaited;
   size_t ever_registered = 0;
   // Worker clocks (steps completed), for SSP and for rejoining workers.
   absl::flat_hash_map<uint32_t, uint64_t> clocks;
@@ -71,6 +74,9 @@ struct PolicyState {
   // The smallest clock of a live worker other than `excluding` (-1: none
   // excluded); UINT64_MAX when there is none.
   uint64_t MinLiveClock(int64_t excluding) const;
+  // The workers known to the clocks (every one that ever joined, or was
+  // restored with them), in id order.
+  std::vector<uint32_t> KnownWorkers() const;
   void AdvanceClock(uint32_t worker, uint64_t pushed_for_step);
   // Counts a stamped push in the stats (and logs a rejection).
   void Record(const PushArgs& args, const PushOutcome& stamp);

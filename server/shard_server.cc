@@ -258,6 +258,11 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
     state->checkpointer = std::move(*checkpointer);
     absl::Status restored = RestoreOrStartEmpty(options, *state->checkpointer);
     if (!restored.ok()) return restored;
+    if (const size_t awaited = state->store->AwaitRestoredWorkers(); awaited > 0) {
+      spdlog::info("shard {}: steps wait for the {} workers the checkpoint "
+                   "knew until each registers again (or one lease and one "
+                   "heartbeat pass)", options.shard_index, awaited);
+    }
     state->metrics.Add([s](MetricsWriter& out) { s->checkpointer->WriteMetrics(out); });
   }
   if (absl::Status made = CreateConfiguredTables(options.tables, *state->store);
