@@ -90,6 +90,10 @@ absl::Status ShardCalls::ShardStatus(const v1::ShardStatusRequest&,
   checkpoint->set_restored(s.restored_sequence.has_value());
   checkpoint->set_restored_sequence(s.restored_sequence.value_or(0));
   checkpoint->set_rollbacks(rollbacks_.load());
+  if (resumed_alone_.load() && life_.resumed_step.has_value()) {
+    checkpoint->set_resumed_alone(true);
+    checkpoint->set_resumed_step(*life_.resumed_step);
+  }
   // Steps a rollback could return to; unreadable manifests are the
   // checkpointer's to report, not a reason to fail the status call.
   if (absl::StatusOr<std::map<uint64_t, uint64_t>> steps =

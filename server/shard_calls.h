@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -112,8 +113,16 @@ class ShardCalls {
     ShardCheckpointer* checkpointer = nullptr;  // null: no checkpoint dir
     absl::Time started = absl::Now();
     const std::atomic<bool>* serving = nullptr;  // null: always
+    // Started from a checkpoint whose sync / semi-sync tables were at this
+    // step (the smallest open step among them); unset: started empty, or no
+    // such table. Its step cuts after it are not a model that existed
+    // until a Rollback (ShardStatus resumed_alone).
+    std::optional<uint64_t> resumed_step;
   };
-  void SetShardLife(const ShardLife& life) { life_ = life; }
+  void SetShardLife(const ShardLife& life) {
+    life_ = life;
+    resumed_alone_.store(life.resumed_step.has_value());
+  }
 
   ParameterStore* store() const { return store_; }
   uint64_t incarnation() const { return incarnation_.load(); }
@@ -127,6 +136,7 @@ class ShardCalls {
   // Held shared by the calls a rollback must not interleave with.
   mutable absl::Mutex gate_;
   std::atomic<uint64_t> rollbacks_{0};
+  std::atomic<bool> resumed_alone_{false};  // cleared by a Rollback
   absl::Mutex rollback_mu_;  // one Rollback at a time
 };
 

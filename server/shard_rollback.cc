@@ -69,6 +69,7 @@ absl::Status ShardCalls::Rollback(const v1::RollbackRequest& request,
     return absl::OkStatus();
   }));
   rollbacks_.fetch_add(1);
+  resumed_alone_.store(false);  // every shard is back at one step
 
   uint64_t discarded = 0;
   uint64_t version = 0;

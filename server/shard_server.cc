@@ -4,9 +4,11 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <cmath>
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
@@ -149,10 +151,30 @@ void LogStats(const ParameterStore& store,
   }
 }
 
+// The smallest open step of the restored sync / semi-sync tables, when the
+// shard restored its newest checkpoint on its own (not a step every shard
+// was told to restore, --checkpoint_restore_step): the other shards went on
+// past it, so until a rollback this shard's later step cuts are not a model
+// that existed.
+std::optional<uint64_t> ResumedAlone(const ShardServerOptions& options,
+                                     const RestoreReport& restored,
+                                     const ParameterStore& store) {
+  if (options.checkpoints.restore_step.has_value()) return std::nullopt;
+  std::optional<uint64_t> step;
+  for (const PartitionSummary& table : restored.tables) {
+    absl::StatusOr<TableInfo> info = store.GetTable(table.table);
+    if (!info.ok() || info->config.consistency.kind == ConsistencyKind::kAsync) continue;
+    step = std::min(step.value_or(table.open_step), table.open_step);
+  }
+  return step;
+}
+
 // Loads the newest valid checkpoint into the empty store, or decides that
-// this is a first start.
+// this is a first start. *resumed_step: see ResumedAlone.
 absl::Status RestoreOrStartEmpty(const ShardServerOptions& options,
-                                 ShardCheckpointer& checkpointer) {
+                                 ShardCheckpointer& checkpointer,
+                                 const ParameterStore& store,
+                                 std::optional<uint64_t>* resumed_step) {
   absl::StatusOr<RestoreReport> restored = checkpointer.Restore();
   if (absl::IsNotFound(restored.status())) {
     if (!options.start_empty) {
@@ -179,6 +201,13 @@ absl::Status RestoreOrStartEmpty(const ShardServerOptions& options,
                  table.open_step > 0 ? absl::StrCat(" (step ", table.open_step, ")")
                                      : std::string(),
                  restored->path, absl::FormatDuration(absl::Trunc(age, absl::Milliseconds(1))));
+  }
+  *resumed_step = ResumedAlone(options, *restored, store);
+  if (resumed_step->has_value()) {
+    spdlog::warn("shard {} resumed its sync tables at step {} on its own: until "
+                 "`ps_admin rollback` brings every shard to one step cut, the "
+                 "model mixes this checkpoint with the other shards' later steps",
+                 options.shard_index, **resumed_step);
   }
   return absl::OkStatus();
 }
@@ -250,13 +279,15 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
     spdlog::info("metrics on http://{}:{}/metrics", options.metrics_host,
                  state->metrics_server->port());
   }
+  std::optional<uint64_t> resumed_step;  // ResumedAlone
   if (!options.checkpoints.dir.empty()) {
     absl::StatusOr<std::unique_ptr<ShardCheckpointer>> checkpointer =
         ShardCheckpointer::Open(state->store.get(), PosixCheckpointFs(),
                                 options.checkpoints, state->incarnation);
     if (!checkpointer.ok()) return checkpointer.status();
     state->checkpointer = std::move(*checkpointer);
-    absl::Status restored = RestoreOrStartEmpty(options, *state->checkpointer);
+    absl::Status restored = RestoreOrStartEmpty(options, *state->checkpointer,
+                                                *state->store, &resumed_step);
     if (!restored.ok()) return restored;
     if (const size_t awaited = state->store->AwaitRestoredWorkers(); awaited > 0) {
       spdlog::info("shard {}: steps wait for the {} workers the checkpoint "
@@ -271,7 +302,7 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
   }
 
   state->service->SetShardLife(
-      {state->checkpointer.get(), state->started, &state->ready});
+      {state->checkpointer.get(), state->started, &state->ready, resumed_step});
   EnableHealthAndReflection();  // before the builder: it collects plugins
   grpc::ServerBuilder builder;
   // gRPC sets SO_REUSEPORT by default, which lets a second shard bind a

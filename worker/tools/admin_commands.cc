@@ -1,6 +1,8 @@
 #include "worker/tools/admin_commands.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -126,6 +128,11 @@ absl::StatusOr<uint64_t> CommonStep(
   RETURN_IF_ERROR(Failures(shards, "rollback (asking each shard for its steps)"));
   std::set<uint64_t> common;
   std::vector<std::string> held;  // "shard 0: [3, 6]"
+  // Shards that resumed alone (CheckpointStatus.resumed_alone): their cuts
+  // after the step they resumed at mix models, so the newest step every
+  // shard holds is looked for at or before the smallest such step.
+  std::optional<uint64_t> cap;
+  std::vector<std::string> resumed;  // "shard 1 at step 4"
   for (size_t i = 0; i < shards.size(); ++i) {
     const v1::CheckpointStatus& c = shards[i]->checkpoint();
     if (!c.enabled()) {
@@ -134,6 +141,10 @@ absl::StatusOr<uint64_t> CommonStep(
     }
     const std::set<uint64_t> steps(c.sync_steps().begin(), c.sync_steps().end());
     held.push_back(absl::StrCat("shard ", i, ": [", absl::StrJoin(steps, ", "), "]"));
+    if (c.resumed_alone()) {
+      cap = std::min(cap.value_or(c.resumed_step()), c.resumed_step());
+      resumed.push_back(absl::StrCat("shard ", i, " at step ", c.resumed_step()));
+    }
     if (i == 0) {
       common = steps;
     } else {
@@ -145,15 +156,29 @@ absl::StatusOr<uint64_t> CommonStep(
     }
   }
   const std::string holds = absl::StrJoin(held, "; ");
+  const std::string mixed =
+      resumed.empty()
+          ? std::string()
+          : absl::StrCat("; resumed alone from a checkpoint: ",
+                         absl::StrJoin(resumed, ", "),
+                         ", so later cuts of those shards are not a model that existed");
   if (step) {
-    if (common.contains(*step)) return *step;
-    return absl::FailedPreconditionError(absl::StrCat(
-        "not every shard holds a checkpoint of step ", *step,
-        " (step cuts held: ", holds, "); nothing rolled back"));
+    if (!common.contains(*step)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "not every shard holds a checkpoint of step ", *step,
+          " (step cuts held: ", holds, mixed, "); nothing rolled back"));
+    }
+    if (cap.has_value() && *step > *cap) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "step ", *step, " is after step ", *cap, mixed,
+          "; pick a step at or before ", *cap, "; nothing rolled back"));
+    }
+    return *step;
   }
+  if (cap.has_value()) std::erase_if(common, [&](uint64_t s) { return s > *cap; });
   if (common.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "no step is held by every shard (step cuts held: ", holds,
+        "no step is held by every shard (step cuts held: ", holds, mixed,
         "; see --checkpoint_every_steps and --checkpoint_keep); nothing rolled back"));
   }
   return *common.rbegin();

@@ -28,6 +28,9 @@ absl::Status PrintEviction(ShardAdmin& admin, uint32_t worker, bool drain);
 // newest common one, or `step` when given. FAILED_PRECONDITION naming the
 // steps each shard holds when there is none (or some shard lacks `step`, or
 // runs without --checkpoint_dir); a shard that does not answer fails it.
+// A shard that resumed alone from a checkpoint (CheckpointStatus
+// resumed_alone) caps the step at the one it resumed at: its later cuts mix
+// that checkpoint with the other shards' later steps.
 absl::StatusOr<uint64_t> CommonStep(
     const std::vector<absl::StatusOr<v1::ShardStatusResponse>>& shards,
     std::optional<uint64_t> step);
