@@ -46,10 +46,12 @@ void WriteShardMetrics(const StoreStats& stats, const WireTraffic* traffic,
   WriteBuildInfoMetric({build.version, build.commit, build.build_type}, out);
   out.Gauge("taups_shard_info", "This shard's index and the shard count.",
             {{"shard", absl::StrCat(stats.shard_index)}}, 1);
-  size_t live = 0, dead = 0, left = 0;
+  size_t live = 0, dead = 0, left = 0, awaited = 0;
   for (const WorkerStatus& w : stats.workers) {
     if (w.live) {
       ++live;
+    } else if (w.awaited) {
+      ++awaited;
     } else if (w.left) {
       ++left;
     } else {
@@ -58,10 +60,12 @@ void WriteShardMetrics(const StoreStats& stats, const WireTraffic* traffic,
   }
   const char* kWorkersHelp =
       "Registered workers by state: live (lease held), dead (lease expired), "
-      "left (said goodbye).";
+      "left (said goodbye), awaited (known to a restored checkpoint, not "
+      "registered again yet).";
   out.Gauge("taups_workers", kWorkersHelp, {{"state", "live"}}, live);
   out.Gauge("taups_workers", kWorkersHelp, {{"state", "dead"}}, dead);
   out.Gauge("taups_workers", kWorkersHelp, {{"state", "left"}}, left);
+  out.Gauge("taups_workers", kWorkersHelp, {{"state", "awaited"}}, awaited);
   out.Counter("taups_lease_expirations_total",
               "Workers declared dead because their lease ran out.", {},
               stats.lease_expirations);

@@ -7,9 +7,12 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "common/clock.h"
+#include "common/metrics.h"
 #include "server/membership.h"
 #include "server/parameter_store.h"
+#include "server/shard_metrics.h"
 
 namespace taups {
 namespace {
@@ -104,6 +107,15 @@ TEST_CASE("a restored sync step waits for every worker the checkpoint knew") {
   ManualClock clock;
   std::unique_ptr<ParameterStore> store = Restored(&clock);
   REQUIRE(store->AwaitRestoredWorkers() == 2);
+  {
+    // Awaited, not dead: the dead-worker alert must not fire on a restart.
+    MetricsWriter out;
+    WriteShardMetrics(store->Stats(), nullptr, {}, out);
+    const std::string text = out.Render();
+    INFO(text);
+    CHECK(absl::StrContains(text, "taups_workers{state=\"awaited\"} 2\n"));
+    CHECK(absl::StrContains(text, "taups_workers{state=\"dead\"} 0\n"));
+  }
   store->Register(0, 100, absl::ZeroDuration());
   Push(*store, 0, 1, 2);
   CHECK(OpenStep(*store) == 1);  // still waiting for worker 1
