@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <random>
 #include <thread>
@@ -247,17 +248,23 @@ uint64_t ShardVersion(const FaultCluster& cluster, const std::string& table, uin
   return stats.ok() && stats->size() > s ? (*stats)[s].version : 0;
 }
 
-// The pushes of `table` shard s has received, read by a client of that
-// shard alone (the other one may be stopped); nullopt while unreadable.
-std::optional<uint64_t> ShardPushes(const FaultCluster& cluster, const std::string& table,
-                                    uint32_t s) {
+// A client of shard s alone (the other one may be stopped), made once per
+// hang so that each read below is one quick Stats call (connecting anew for
+// every read is slow enough under ASan to miss the pushes it looks for).
+std::unique_ptr<Client> ShardReader(const FaultCluster& cluster, uint32_t s) {
   ClientOptions options;
   options.servers = {absl::StrCat("127.0.0.1:", cluster.Port(s))};
   options.register_worker = false;
   options.max_attempts = 1;
   auto client = Client::Connect(options);
-  if (!client.ok()) return std::nullopt;
-  auto stats = (*client)->Stats(table);
+  REQUIRE(client.ok());
+  return *std::move(client);
+}
+
+// The pushes of `table` the reader's shard has received; nullopt while
+// unreadable.
+std::optional<uint64_t> ShardPushes(Client& reader, const std::string& table) {
+  auto stats = reader.Stats(table);
   if (!stats.ok() || stats->empty()) return std::nullopt;
   return (*stats)[0].pushes;
 }
@@ -272,15 +279,16 @@ std::optional<uint64_t> ShardPushes(const FaultCluster& cluster, const std::stri
 void HangWithPushPending(FaultCluster& cluster, uint32_t victim, const std::string& table,
                          std::mt19937_64& rng) {
   const uint32_t other = 1 - victim;
+  std::unique_ptr<Client> reader = ShardReader(cluster, other);
   for (int attempt = 0; attempt < 100; ++attempt) {
     cluster.StopShard(victim);
-    const std::optional<uint64_t> before = ShardPushes(cluster, table, other);
+    const std::optional<uint64_t> before = ShardPushes(*reader, table);
     const absl::Time until =
         absl::Now() + absl::Milliseconds(std::uniform_int_distribution<int>(20, 100)(rng));
     bool pending = false;
     while (!pending && absl::Now() < until) {
       absl::SleepFor(absl::Milliseconds(2));
-      const std::optional<uint64_t> now = ShardPushes(cluster, table, other);
+      const std::optional<uint64_t> now = ShardPushes(*reader, table);
       pending = before.has_value() && now.has_value() && *now > *before;
     }
     if (pending) {
