@@ -18,6 +18,9 @@
 # Environment: TAUPS_FUZZ_SECONDS (default 60 per target), TAUPS_ASAN_ALL=1
 # (also the long training tests under ASan), TAUPS_JOBS
 # (default 2, for builds and ctest), TAUPS_TEST_TIMEOUT (per test, 900 s).
+# Under CI=true a stage's build directory is removed once its stage passed
+# (each takes up to 3 GiB; CI's clone is thrown away); TAUPS_KEEP_BUILDS=1
+# keeps them.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -179,7 +182,14 @@ stages=("$@")
 [[ ${#stages[@]} -gt 0 ]] || stages=(asan tsan fuzz)
 for stage in "${stages[@]}"; do
   case "$stage" in
-    asan | tsan | fuzz) timed "stage $stage" "stage_$stage" ;;
+    asan | tsan | fuzz)
+      printf 'sanitizers: %s free before stage %s\n' \
+        "$(df -h --output=avail . | tail -n 1 | tr -d ' ')" "$stage"
+      timed "stage $stage" "stage_$stage"
+      if [[ "${CI:-}" == true && "${TAUPS_KEEP_BUILDS:-0}" != 1 ]]; then
+        rm -rf "build-$stage"
+      fi
+      ;;
     *) die "unknown stage '$stage' (asan, tsan, fuzz)" ;;
   esac
 done
