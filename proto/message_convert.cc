@@ -314,6 +314,8 @@ void ToWire(const StoreStats& stats,
     members[w.worker_id] = &w;
     if (w.live) {
       wire->set_live_workers(wire->live_workers() + 1);
+    } else if (w.awaited) {
+      wire->set_awaited_workers(wire->awaited_workers() + 1);
     } else {
       wire->set_dead_workers(wire->dead_workers() + 1);
     }
@@ -351,6 +353,7 @@ void ToWire(const StoreStats& stats,
       auto member = members.find(id);
       if (member != members.end()) {
         ws->set_live(member->second->live);
+        ws->set_awaited(member->second->awaited);
         ws->set_last_seen_age_s(
             absl::ToDoubleSeconds(now - member->second->last_seen));
       }

@@ -13,6 +13,9 @@
 #include "server/membership.h"
 #include "server/parameter_store.h"
 #include "server/shard_metrics.h"
+#include "server/wire_traffic.h"
+#include "proto/message_convert.h"
+#include "worker/tools/cluster_status.h"
 
 namespace taups {
 namespace {
@@ -70,6 +73,21 @@ void Push(ParameterStore& store, uint32_t worker, uint64_t step, uint64_t seq) {
   REQUIRE(pushed->accepted);
 }
 
+// What ShardStatus answers in `stats` for this store (no wire traffic).
+v1::ShardStatusResponse StatusOf(const ParameterStore& store) {
+  v1::ShardStatusResponse answer;
+  ToWire(store.Stats(), [](absl::string_view) { return TableTraffic{}; },
+         absl::Now(), answer.mutable_stats());
+  return answer;
+}
+
+ClusterStatus OneShard(const v1::ShardStatusResponse& answer) {
+  ClusterStatus cluster;
+  cluster.addresses = {"127.0.0.1:1"};
+  cluster.shards = {answer};
+  return cluster;
+}
+
 uint64_t OpenStep(const ParameterStore& store) { return store.GetTable("s")->open_step; }
 
 // A store as a restarted shard has it: the sync table restored from a
@@ -116,9 +134,41 @@ TEST_CASE("a restored sync step waits for every worker the checkpoint knew") {
     CHECK(absl::StrContains(text, "taups_workers{state=\"awaited\"} 2\n"));
     CHECK(absl::StrContains(text, "taups_workers{state=\"dead\"} 0\n"));
   }
+  {
+    // ShardStatus and ps_admin status say the same: awaited, not dead.
+    const v1::ShardStatusResponse answer = StatusOf(*store);
+    CHECK(answer.stats().live_workers() == 0);
+    CHECK(answer.stats().awaited_workers() == 2);
+    CHECK(answer.stats().dead_workers() == 0);
+    REQUIRE(answer.stats().tables_size() == 1);
+    REQUIRE(answer.stats().tables(0).workers_size() == 2);
+    for (const v1::WorkerStats& w : answer.stats().tables(0).workers()) {
+      CHECK(w.awaited());
+      CHECK_FALSE(w.live());
+    }
+    const ClusterStatus cluster = OneShard(answer);
+    const std::string text = StatusText(cluster);
+    INFO(text);
+    CHECK(absl::StrContains(text, "\nSHARD  AWAITED  WORKERS\n0      2        0,1\n"));
+    const std::string json = StatusJson(cluster);
+    INFO(json);
+    CHECK(absl::StrContains(json, "\"dead\":0,"));
+    CHECK(absl::StrContains(json, "\"awaited\":2,\"awaited_ids\":[0,1]}"));
+  }
   store->Register(0, 100, absl::ZeroDuration());
   Push(*store, 0, 1, 2);
   CHECK(OpenStep(*store) == 1);  // still waiting for worker 1
+  {
+    // Worker 0 is back: live; worker 1 still awaited; the block lists it alone.
+    const v1::ShardStatusResponse answer = StatusOf(*store);
+    CHECK(answer.stats().live_workers() == 1);
+    CHECK(answer.stats().awaited_workers() == 1);
+    CHECK(answer.stats().dead_workers() == 0);
+    const ClusterStatus cluster = OneShard(answer);
+    const std::string text = StatusText(cluster);
+    INFO(text);
+    CHECK(absl::StrContains(text, "\n0      1        1\n"));
+  }
 
   SECTION("it closes when the other worker is back and pushes") {
     clock.Advance(kLease);  // longer than worker 0 would wait for anything

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -29,6 +30,19 @@ std::string Straggler(const v1::TableStats& t) {
 std::string Draining(const v1::ShardStatusResponse& s) {
   if (s.draining_workers().empty()) return "-";
   return absl::StrJoin(s.draining_workers(), ",");
+}
+
+// The workers any table of the shard marks awaited, ascending, each once.
+std::vector<uint32_t> AwaitedIds(const v1::StatsResponse& stats) {
+  std::vector<uint32_t> ids;
+  for (const v1::TableStats& t : stats.tables()) {
+    for (const v1::WorkerStats& w : t.workers()) {
+      if (w.awaited()) ids.push_back(w.worker_id());
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
 }
 
 }  // namespace
@@ -86,6 +100,7 @@ std::string StatusText(const ClusterStatus& status) {
       {"SHARD", "ADDRESS", "INCARNATION", "UPTIME_S", "READY", "TABLES", "LIVE",
        "DEAD", "LEFT", "EVICTED", "DRAINING", "BUDGET_USED_MIB", "BUDGET_MIB",
        "CKPT", "CKPT_AGE_S", "CKPT_FAILED"}};
+  std::vector<std::vector<std::string>> awaited = {{"SHARD", "AWAITED", "WORKERS"}};
   std::vector<std::vector<std::string>> tables = {
       {"TABLE", "SHARD", "VERSION", "POLICY", "TAU_P50", "TAU_P99", "TAU_MAX",
        "PUSHES", "REJECTED", "STEPS", "WAIT_P99_S", "STRAGGLER"}};
@@ -106,6 +121,12 @@ std::string StatusText(const ClusterStatus& status) {
          !c.enabled() ? "off" : has_checkpoint ? absl::StrCat(c.last_sequence()) : "-",
          has_checkpoint ? absl::StrFormat("%.1f", c.last_age_s()) : "-",
          c.enabled() ? absl::StrCat(c.failed()) : "-"});
+    if (stats.awaited_workers() > 0) {
+      const std::vector<uint32_t> ids = AwaitedIds(stats);
+      awaited.push_back({absl::StrCat(stats.shard_index()),
+                         absl::StrCat(stats.awaited_workers()),
+                         ids.empty() ? "-" : absl::StrJoin(ids, ",")});
+    }
     for (const v1::TableStats& t : stats.tables()) {
       if (!Shown(status, t.info().config().name())) continue;
       tables.push_back(
@@ -117,7 +138,9 @@ std::string StatusText(const ClusterStatus& status) {
            absl::StrFormat("%.3f", t.step_wait_s().p99()), Straggler(t)});
     }
   }
-  return absl::StrCat(AlignedRows(shards), "\n", AlignedRows(tables));
+  std::string out = absl::StrCat(AlignedRows(shards), "\n", AlignedRows(tables));
+  if (awaited.size() > 1) absl::StrAppend(&out, "\n", AlignedRows(awaited));
+  return out;
 }
 
 std::string StatusJson(const ClusterStatus& status) {
@@ -152,7 +175,8 @@ std::string StatusJson(const ClusterStatus& status) {
     shards.push_back(absl::StrFormat(
         "{\"shard\":%u,\"address\":%s,\"incarnation\":\"%s\",\"uptime_s\":%g,"
         "\"ready\":%s,\"workers\":{\"live\":%u,\"dead\":%u,\"left\":%u,"
-        "\"evicted\":%u,\"draining\":[%s]},\"budget\":{\"used_bytes\":%u,"
+        "\"evicted\":%u,\"draining\":[%s],\"awaited\":%u,"
+        "\"awaited_ids\":[%s]},\"budget\":{\"used_bytes\":%u,"
         "\"limit_bytes\":%u},\"checkpoint\":{\"enabled\":%s,\"taken\":%u,"
         "\"failed\":%u,\"last_sequence\":%u,\"last_age_s\":%g,\"last_bytes\":%u,"
         "\"last_error\":%s,\"restored\":%s},\"tables\":[%s]}",
@@ -160,6 +184,7 @@ std::string StatusJson(const ClusterStatus& status) {
         Hex(stats.server_incarnation()), s.uptime_s(), s.ready() ? "true" : "false",
         stats.live_workers(), stats.dead_workers(), s.left_workers(),
         s.evicted_workers(), absl::StrJoin(s.draining_workers(), ","),
+        stats.awaited_workers(), absl::StrJoin(AwaitedIds(stats), ","),
         s.budget_used_bytes(), s.budget_limit_bytes(),
         c.enabled() ? "true" : "false", c.taken(), c.failed(), c.last_sequence(),
         c.last_age_s(), c.last_bytes(), JsonQuoted(c.last_error()),

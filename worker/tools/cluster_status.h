@@ -8,11 +8,18 @@
 //   TABLE SHARD VERSION POLICY TAU_P50 TAU_P99 TAU_MAX PUSHES REJECTED
 //     STEPS WAIT_P99_S STRAGGLER
 //
+// and, only while some shard still waits for workers a restored checkpoint
+// knew (not registered again yet), a third block:
+//
+//   SHARD AWAITED WORKERS        (WORKERS: their ids, comma-separated)
+//
 // No cell holds a space; "-" stands for none (no checkpoint, no straggler,
-// no draining worker). DEAD counts every registered worker without a lease;
-// LEFT and EVICTED say how many of them said Leave or were evicted by an
-// admin. A shard that did not answer has no rows: its error is in
-// `errors` (and ps_admin prints it to stderr and exits 1).
+// no draining worker). DEAD counts every registered worker without a lease
+// except the awaited ones (not dead: barriers still wait for them); LEFT
+// and EVICTED say how many of the dead said Leave or were evicted by an
+// admin. JSON's "workers" adds "awaited" (the count) and "awaited_ids". A
+// shard that did not answer has no rows: its error is in `errors` (and
+// ps_admin prints it to stderr and exits 1).
 //
 // Pure functions; thread-safe.
 #ifndef TAUPS_WORKER_TOOLS_CLUSTER_STATUS_H_
