@@ -65,9 +65,9 @@ absl::StatusOr<LoadedCheckpoint> ShardCheckpointer::LoadStep(uint64_t step) {
 }
 
 absl::Status ShardCheckpointer::RestoreInPlace(
-    absl::FunctionRef<absl::Status()> restore) {
+    absl::FunctionRef<absl::StatusOr<uint64_t>()> restore) {
   absl::MutexLock lock(&write_mu_);
-  RETURN_IF_ERROR(restore());
+  ASSIGN_OR_RETURN(incarnation_, restore());
   // The tables no longer hold what the last checkpoint's deltas follow.
   chain_.reset();
   tracks_.clear();

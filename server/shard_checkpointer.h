@@ -147,7 +147,8 @@ struct CheckpointTaken {
 class ShardCheckpointer {
  public:
   // `store` and `fs` must outlive the checkpointer; `incarnation` is the
-  // running shard's (written into every header).
+  // running shard's (written into every header until a RestoreInPlace
+  // names the one the shard takes then).
   static absl::StatusOr<std::unique_ptr<ShardCheckpointer>> Open(
       ParameterStore* store, CheckpointFs* fs,
       const ShardCheckpointerOptions& options, uint64_t incarnation);
@@ -171,12 +172,13 @@ class ShardCheckpointer {
   // left out). LoadStep: the newest checkpoint of `step`, every file read
   // and checked (a delta folded with its chain), nothing renamed; NOT_FOUND
   // when none records that step. RestoreInPlace runs `restore` (which puts
-  // a loaded checkpoint into the tables) with no checkpoint being taken;
-  // when it succeeds the next checkpoint is a full one and the step copies
-  // taken before it are dropped.
+  // a loaded checkpoint into the tables and answers the incarnation the
+  // shard runs as from then on) with no checkpoint being taken; when it
+  // succeeds the next checkpoint is a full one recording that incarnation,
+  // and the step copies taken before it are dropped.
   absl::StatusOr<std::map<uint64_t, uint64_t>> StepCheckpoints();
   absl::StatusOr<LoadedCheckpoint> LoadStep(uint64_t step) ABSL_LOCKS_EXCLUDED(write_mu_);
-  absl::Status RestoreInPlace(absl::FunctionRef<absl::Status()> restore)
+  absl::Status RestoreInPlace(absl::FunctionRef<absl::StatusOr<uint64_t>()> restore)
       ABSL_LOCKS_EXCLUDED(write_mu_);
   CheckpointerStats stats() const ABSL_LOCKS_EXCLUDED(stats_mu_);
   // taups_checkpoints_total, taups_checkpoint_failures_total,
@@ -238,8 +240,8 @@ class ShardCheckpointer {
   ParameterStore* const store_;
   const std::unique_ptr<CheckpointStore> files_;
   const ShardCheckpointerOptions options_;
-  const uint64_t incarnation_;
   absl::Mutex write_mu_;  // one checkpoint at a time
+  uint64_t incarnation_ ABSL_GUARDED_BY(write_mu_);
   mutable absl::Mutex stats_mu_;
   CheckpointerStats stats_ ABSL_GUARDED_BY(stats_mu_);
   uint64_t versions_at_last_ ABSL_GUARDED_BY(write_mu_) = 0;

@@ -59,14 +59,14 @@ absl::Status ShardCalls::Rollback(const v1::RollbackRequest& request,
   uint32_t live = 0;
   uint64_t before = 0;
   uint64_t after = 0;
-  RETURN_IF_ERROR(life_.checkpointer->RestoreInPlace([&]() -> absl::Status {
+  RETURN_IF_ERROR(life_.checkpointer->RestoreInPlace([&]() -> absl::StatusOr<uint64_t> {
     absl::MutexLock gate(&gate_);
     ASSIGN_OR_RETURN(tables, RestoreTablesInPlace(*store_, loaded));
     for (const WorkerStatus& w : store_->Stats().workers) live += w.live ? 1 : 0;
     before = incarnation_.load();
     after = NextIncarnation(before);
     incarnation_.store(after);
-    return absl::OkStatus();
+    return after;  // what the checkpoints written from now on record
   }));
   rollbacks_.fetch_add(1);
   resumed_alone_.store(false);  // every shard is back at one step

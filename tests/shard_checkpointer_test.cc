@@ -191,6 +191,46 @@ TEST_CASE("the header names the sync step only at a step boundary") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("checkpoints after a rollback in place record the shard's new incarnation") {
+  const std::string dir = FreshDir("incarnation");
+  ParameterStore store(0, 1);
+  MakeTables(store);
+  ShardCheckpointerOptions options;
+  options.dir = dir;
+  options.keep = 5;
+  auto checkpointer = ShardCheckpointer::Open(&store, PosixCheckpointFs(), options, 3);
+  REQUIRE(checkpointer.ok());
+  CheckpointStoreOptions files;
+  files.dir = dir;
+  files.keep = 5;
+  auto reader = CheckpointStore::Open(PosixCheckpointFs(), files);
+  REQUIRE(reader.ok());
+  auto incarnation_of = [&](uint64_t sequence) -> uint64_t {
+    auto loaded = (*reader)->Load(sequence);
+    REQUIRE(loaded.ok());
+    return loaded->manifest.header.incarnation;
+  };
+
+  auto first = (*checkpointer)->TakeNow();
+  REQUIRE(first.ok());
+  CHECK(incarnation_of(first->sequence) == 3);
+
+  // The rollback's restore answers the incarnation the shard takes.
+  REQUIRE((*checkpointer)->RestoreInPlace([]() -> absl::StatusOr<uint64_t> { return 44; }).ok());
+  auto after = (*checkpointer)->TakeNow();
+  REQUIRE(after.ok());
+  CHECK(incarnation_of(after->sequence) == 44);
+
+  // A restore that fails changes nothing: the next one still records 44.
+  const absl::Status failed = (*checkpointer)->RestoreInPlace(
+      []() -> absl::StatusOr<uint64_t> { return absl::InternalError("no"); });
+  CHECK(failed.code() == absl::StatusCode::kInternal);
+  auto later = (*checkpointer)->TakeNow();
+  REQUIRE(later.ok());
+  CHECK(incarnation_of(later->sequence) == 44);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("the background thread checkpoints every N versions") {
   const std::string dir = FreshDir("background");
   ParameterStore store(0, 1);
