@@ -160,7 +160,11 @@ TEST_CASE("two shards, two async workers train the DLRM CTR model") {
     // runs then gave 0.066-0.096 at step 200. So the test requires that the
     // model ranks (AUC well above a stalled model's 0.64) and improves its
     // ranking, and that the better of its two snapshots beats the best
-    // constant's log-loss.
+    // constant's log-loss. A run caught in the async DLRM's early stall
+    // (AUC about 0.655 after 200 steps) fails the AUC bound, and should:
+    // the stall is seen with 16 workers (2 of 5 runs of one binary and
+    // seed), not at 2 (docs/BENCHMARKS.md, "The 16-worker DLRM's AUC of
+    // 0.655").
     CHECK(*planted < *constant - 0.08);
     CHECK(*auc > 0.70);
     // An evaluation at steps 100 and 200; AUC rises between.
