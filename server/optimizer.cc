@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "absl/types/span.h"
 #include "common/vector_math.h"
@@ -46,6 +47,31 @@ double BoundOf(uint32_t max_bits) {
   return value;
 }
 
+// Runs `run(w, state, g, count)` on copies of w and state, 256 elements at
+// a time, and says whether every result stays finite; the originals are only
+// read. `width` is the rule's state_width() (at most 4).
+template <typename RunFn>
+bool TrialStaysFinite(RunFn&& run, const float* w, const float* state,
+                      const float* g, size_t n, size_t width) {
+  constexpr size_t kChunk = 256;
+  float w_copy[kChunk];
+  float state_copy[kChunk * 4];  // widest rule: Adam's 3 slots
+  for (size_t begin = 0; begin < n; begin += kChunk) {
+    const size_t count = std::min(kChunk, n - begin);
+    std::memcpy(w_copy, w + begin, count * sizeof(float));
+    if (width > 0) {
+      std::memcpy(state_copy, state + begin * width,
+                  count * width * sizeof(float));
+    }
+    run(w_copy, state_copy, g + begin, count);
+    if (!AllFinite(absl::MakeConstSpan(w_copy, count)) ||
+        !AllFinite(absl::MakeConstSpan(state_copy, count * width))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Implements Apply and ApplyRows of a rule from its inline Run(w, state, g,
 // n, lr_factor), so the per-row loop of ApplyRows calls Run directly.
 template <typename Rule>
@@ -76,6 +102,38 @@ class RuleOptimizer : public Optimizer {
                 batch.grads + size_t{batch.grad_rows[k]} * batch.dim,
                 batch.dim, lr_factor);
     }
+  }
+  bool RowsStayFinite(const RowBatch& batch, float lr_factor,
+                      float max_abs_g) const final {
+    if (!std::isfinite(max_abs_g)) return false;  // a NaN or infinite gradient
+    // A rule without its own StepFiniteFor proves a step from max |g| alone
+    // (the default StepFiniteFor): one answer for every row.
+    constexpr bool kProvesFromState = !std::is_same_v<
+        decltype(&Rule::StepFiniteFor),
+        bool (Optimizer::*)(const float*, size_t, float, float) const>;
+    if (StepAlwaysFinite(max_abs_g, lr_factor)) return true;
+    const Rule* rule = static_cast<const Rule*>(this);
+    const size_t width = static_cast<size_t>(rule->Rule::state_width());
+    for (size_t k = 0; k < batch.count; ++k) {
+      const float* row =
+          batch.arena + size_t{batch.slots[k]} * batch.row_stride;
+      const float* g = batch.grads + size_t{batch.grad_rows[k]} * batch.dim;
+      if constexpr (kProvesFromState) {
+        // Qualified: the rule is final, so this does not dispatch.
+        if (rule->Rule::StepFiniteFor(row + batch.dim, batch.dim, max_abs_g,
+                                      lr_factor)) {
+          continue;
+        }
+      }
+      const bool finite = TrialStaysFinite(
+          [&](float* w_copy, float* state_copy, const float* g_part,
+              size_t count) {
+            rule->Run(w_copy, state_copy, g_part, count, lr_factor);
+          },
+          row, row + batch.dim, g, batch.dim, width);
+      if (!finite) return false;
+    }
+    return true;
   }
 };
 
@@ -292,24 +350,11 @@ bool Optimizer::StaysFinite(const float* w, const float* state, const float* g,
   if (max_abs_g < 0.0f) max_abs_g = MaxAbs(absl::MakeConstSpan(g, n));
   if (!std::isfinite(max_abs_g)) return false;  // a NaN or infinite gradient
   if (StepFiniteFor(state, n, max_abs_g, lr_factor)) return true;
-  constexpr size_t kChunk = 256;
-  const size_t width = static_cast<size_t>(state_width());
-  float w_copy[kChunk];
-  float state_copy[kChunk * 4];  // widest rule: Adam's 3 slots
-  for (size_t begin = 0; begin < n; begin += kChunk) {
-    const size_t count = std::min(kChunk, n - begin);
-    std::memcpy(w_copy, w + begin, count * sizeof(float));
-    if (width > 0) {
-      std::memcpy(state_copy, state + begin * width,
-                  count * width * sizeof(float));
-    }
-    Apply(w_copy, state_copy, g + begin, count, lr_factor);
-    if (!AllFinite(absl::MakeConstSpan(w_copy, count)) ||
-        !AllFinite(absl::MakeConstSpan(state_copy, count * width))) {
-      return false;
-    }
-  }
-  return true;
+  return TrialStaysFinite(
+      [&](float* w_copy, float* state_copy, const float* g_part, size_t count) {
+        Apply(w_copy, state_copy, g_part, count, lr_factor);
+      },
+      w, state, g, n, static_cast<size_t>(state_width()));
 }
 
 std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerConfig& config) {

@@ -72,6 +72,14 @@ class Optimizer {
   // StepFiniteFor first and otherwise runs the step on copies.
   bool StaysFinite(const float* w, const float* state, const float* g,
                    size_t n, float lr_factor, float max_abs_g = -1.0f) const;
+  // Whether ApplyRows(batch, lr_factor) would leave every row's parameters
+  // and state finite; changes nothing (the arena is only read). The same
+  // answer as StaysFinite on each row in turn, but one virtual call for the
+  // batch: a row is proven from its state's bounds (StepFiniteFor, called
+  // without virtual dispatch) or else tried on copies. `max_abs_g` bounds
+  // every |g| of the batch's rows (not negative).
+  virtual bool RowsStayFinite(const RowBatch& batch, float lr_factor,
+                              float max_abs_g) const = 0;
 };
 
 // The rule for `config`; the config must have passed TableConfig::Validate().

@@ -425,22 +425,57 @@ bool SparseTable::UpdateStaysFinite(const GradientPart& part, float lr_factor,
   const float max_abs = part.max_abs >= 0.0f ? part.max_abs : MaxAbs(part.values);
   if (optimizer_->StepAlwaysFinite(max_abs, lr_factor)) return true;
   const int64_t now = NowNanos();
-  std::vector<float> fresh(row_stride_);
+  // Per stripe, the rows the keys have are checked in one RowsStayFinite
+  // call, and the keys without a row in a second one, on the rows Apply
+  // would create (their initial values and state, built in `fresh`).
+  std::vector<uint32_t> slots, grad_rows, fresh_slots, fresh_grad_rows;
+  std::vector<float> fresh;
   bool finite = true;
-  ForEachKeyByStripe(part.keys, [&](Stripe& stripe, uint32_t i)
+  ForEachStripeGroup(part.keys, [&](Stripe& stripe,
+                                    absl::Span<const uint32_t> positions)
                                     ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (!finite) return;
-    const uint32_t slot = stripe.rows.Peek(part.keys[i], now);
-    const float* row = fresh.data();
-    if (slot != StripeRows::kNoSlot) {
-      row = stripe.rows.row(slot);
-    } else {  // Apply would create it with its initial values
-      initializer_.FillRow(part.keys[i], absl::MakeSpan(fresh.data(), dim_));
-      optimizer_->InitState(fresh.data() + dim_, dim_);
+    slots.clear();
+    grad_rows.clear();
+    fresh_slots.clear();
+    fresh_grad_rows.clear();
+    fresh.clear();
+    for (size_t j = 0; j < positions.size(); ++j) {
+      if (j + kPrefetchAhead < positions.size()) {
+        stripe.rows.Prefetch(part.keys[positions[j + kPrefetchAhead]]);
+      }
+      const uint32_t i = positions[j];
+      const uint32_t slot = stripe.rows.Peek(part.keys[i], now);
+      if (slot != StripeRows::kNoSlot) {
+        slots.push_back(slot);
+        grad_rows.push_back(i);
+        continue;
+      }
+      const size_t at = fresh.size();
+      fresh.resize(at + row_stride_);
+      initializer_.FillRow(part.keys[i], absl::MakeSpan(fresh.data() + at, dim_));
+      optimizer_->InitState(fresh.data() + at + dim_, dim_);
+      fresh_slots.push_back(static_cast<uint32_t>(fresh_grad_rows.size()));
+      fresh_grad_rows.push_back(i);
     }
-    finite = optimizer_->StaysFinite(row, row + dim_,
-                                     part.values.data() + size_t{i} * dim_,
-                                     dim_, lr_factor, max_abs);
+    RowBatch batch;
+    batch.row_stride = row_stride_;
+    batch.grads = part.values.data();
+    batch.dim = dim_;
+    if (!slots.empty()) {
+      batch.arena = stripe.rows.row(0);
+      batch.slots = slots.data();
+      batch.grad_rows = grad_rows.data();
+      batch.count = slots.size();
+      finite = optimizer_->RowsStayFinite(batch, lr_factor, max_abs);
+    }
+    if (finite && !fresh_slots.empty()) {
+      batch.arena = fresh.data();
+      batch.slots = fresh_slots.data();
+      batch.grad_rows = fresh_grad_rows.data();
+      batch.count = fresh_slots.size();
+      finite = optimizer_->RowsStayFinite(batch, lr_factor, max_abs);
+    }
   });
   return finite;
 }

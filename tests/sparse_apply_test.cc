@@ -1,8 +1,10 @@
 // SparseTable::Apply's batched path (a stripe's rows found first, then one
 // ApplyRows call): the same rows, values, versions and evictions as updating
-// row by row, including when a key of the request evicts another one's row.
+// row by row, including when a key of the request evicts another one's row;
+// and the finite check (one RowsStayFinite per stripe) on held and new rows.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <vector>
 
 #include "common/shard_map.h"
@@ -67,6 +69,64 @@ TEST_CASE("a batched sparse apply matches row-by-row updates") {
     REQUIRE(Row(table, keys[i], &version) == expected[i]);
     REQUIRE(version == 1);
   }
+}
+
+TEST_CASE("the sparse finite check covers rows held and rows to create") {
+  // Momentum, v' = 0.9 v + g: from v = 3e38 a gradient of 3e38 overflows v,
+  // one of -3e38 gives -3e37 (finite, though max |g| alone cannot prove it);
+  // from a new row's v = 0 either gives |v'| = 3e38 (finite).
+  TableConfig config = TableConfig::Sparse("mom", 4);
+  config.optimizer.kind = OptimizerKind::kMomentum;
+  config.optimizer.learning_rate = 1e-3f;
+  config.optimizer.momentum = 0.9f;
+  SparseTable table(config);
+  const std::vector<uint64_t> one_stripe = KeysOfOneStripe(3);
+  uint64_t other_stripe = 2;
+  while (StripeOf(other_stripe) == StripeOf(1)) ++other_stripe;
+  const float big = 3e38f;
+  // GradientPart only points at keys and values: each part's are kept here.
+  std::vector<std::vector<uint64_t>> kept_keys;
+  std::vector<std::vector<float>> kept_values;
+  kept_keys.reserve(16);
+  kept_values.reserve(16);
+  auto part_of = [&](std::vector<uint64_t> keys, std::vector<float> per_key) {
+    kept_keys.push_back(std::move(keys));
+    kept_values.emplace_back();
+    for (float g : per_key) kept_values.back().insert(kept_values.back().end(), 4, g);
+    GradientPart part;
+    part.keys = kept_keys.back();
+    part.values = kept_values.back();
+    return part;
+  };
+  // Rows with v = 3e38 for one_stripe[0] and other_stripe.
+  GradientPart seed = part_of({one_stripe[0], other_stripe}, {big, big});
+  REQUIRE(table.UpdateStaysFinite(seed, 1.0f, 0));
+  table.Apply(seed, 1.0f, 0);
+  const TableSnapshot held = table.Export();
+  // Held rows: only the gradient of the same sign overflows.
+  REQUIRE_FALSE(table.UpdateStaysFinite(part_of({one_stripe[0]}, {big}), 1.0f, 0));
+  REQUIRE(table.UpdateStaysFinite(part_of({one_stripe[0]}, {-big}), 1.0f, 0));
+  // Rows to create, alone and next to held ones in the same stripe.
+  REQUIRE(table.UpdateStaysFinite(part_of({one_stripe[1], one_stripe[2]},
+                                          {big, -big}), 1.0f, 0));
+  REQUIRE(table.UpdateStaysFinite(part_of({one_stripe[1], one_stripe[0]},
+                                          {big, -big}), 1.0f, 0));
+  REQUIRE_FALSE(table.UpdateStaysFinite(
+      part_of({one_stripe[1], one_stripe[0]}, {-big, big}), 1.0f, 0));
+  // The overflowing row in another stripe than the first key's.
+  REQUIRE_FALSE(table.UpdateStaysFinite(
+      part_of({one_stripe[0], one_stripe[1], other_stripe}, {-big, big, big}),
+      1.0f, 0));
+  REQUIRE(table.UpdateStaysFinite(
+      part_of({one_stripe[0], one_stripe[1], other_stripe}, {-big, big, -big}),
+      1.0f, 0));
+  // A NaN gradient is refused; the checks created and changed nothing.
+  REQUIRE_FALSE(table.UpdateStaysFinite(part_of({one_stripe[1]}, {NAN}), 1.0f, 0));
+  const TableSnapshot after = table.Export();
+  REQUIRE(after.keys == held.keys);
+  REQUIRE(after.values == held.values);
+  REQUIRE(after.state == held.state);
+  REQUIRE(after.row_versions == held.row_versions);
 }
 
 TEST_CASE("a key that evicts an earlier key's row in the same push") {
