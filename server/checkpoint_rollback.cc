@@ -31,7 +31,14 @@ TableConfig ShapeOf(TableConfig config, const TableConfig& from) {
 
 }  // namespace
 
+void ShardCheckpointer::ForgetStepIndex() {
+  absl::MutexLock lock(&step_index_mu_);
+  step_index_.reset();
+}
+
 absl::StatusOr<std::map<uint64_t, uint64_t>> ShardCheckpointer::StepCheckpoints() {
+  absl::MutexLock lock(&step_index_mu_);
+  if (step_index_.has_value()) return *step_index_;
   ASSIGN_OR_RETURN(std::vector<uint64_t> sequences, files_->List());
   std::map<uint64_t, uint64_t> steps;
   for (uint64_t sequence : sequences) {
@@ -40,6 +47,7 @@ absl::StatusOr<std::map<uint64_t, uint64_t>> ShardCheckpointer::StepCheckpoints(
     if (!manifest.ok()) return manifest.status();
     if (manifest->header.sync_step) steps[sequence] = *manifest->header.sync_step;
   }
+  step_index_ = steps;
   return steps;
 }
 
@@ -68,6 +76,7 @@ absl::Status ShardCheckpointer::RestoreInPlace(
     absl::FunctionRef<absl::StatusOr<uint64_t>()> restore) {
   absl::MutexLock lock(&write_mu_);
   ASSIGN_OR_RETURN(incarnation_, restore());
+  ForgetStepIndex();
   // The tables no longer hold what the last checkpoint's deltas follow.
   chain_.reset();
   tracks_.clear();

@@ -67,6 +67,7 @@ absl::StatusOr<RestoreReport> ShardCheckpointer::Restore() {
     return absl::FailedPreconditionError(
         "a checkpoint is restored into a shard that holds no tables yet");
   }
+  ForgetStepIndex();  // loading may set damaged checkpoints aside
   ASSIGN_OR_RETURN(LoadedCheckpoint loaded, files_->LoadNewest(options_.restore_step));
   const CheckpointHeader& header = loaded.manifest.header;
   if (header.shard_index != store_->shard_index() ||
@@ -213,6 +214,7 @@ absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::Take(
     return absl::FailedPreconditionError("a step cut whose tables disagree on the step");
   }
   absl::StatusOr<CheckpointWriteInfo> written = files_->Write(checkpoint);
+  ForgetStepIndex();  // written or not, it may have pruned old ones
   absl::MutexLock stats_lock(&stats_mu_);
   stats_.longest_pause = std::max(stats_.longest_pause, longest_pause);
   if (!written.ok()) {

@@ -169,14 +169,18 @@ class ShardCheckpointer {
   // Rolling a running shard back to a step cut (checkpoint_rollback.cc).
   // StepCheckpoints: sequence -> sync step of each complete checkpoint
   // that records one, from the manifests alone (one pruned meanwhile is
-  // left out). LoadStep: the newest checkpoint of `step`, every file read
+  // left out); the answer is kept until this checkpointer writes (and so
+  // prunes), restores or rolls back, so a status poll reads no manifest
+  // twice (a checkpoint removed by hand meanwhile is still listed until
+  // then; LoadStep then reports it missing). LoadStep: the newest checkpoint of `step`, every file read
   // and checked (a delta folded with its chain), nothing renamed; NOT_FOUND
   // when none records that step. RestoreInPlace runs `restore` (which puts
   // a loaded checkpoint into the tables and answers the incarnation the
   // shard runs as from then on) with no checkpoint being taken; when it
   // succeeds the next checkpoint is a full one recording that incarnation,
   // and the step copies taken before it are dropped.
-  absl::StatusOr<std::map<uint64_t, uint64_t>> StepCheckpoints();
+  absl::StatusOr<std::map<uint64_t, uint64_t>> StepCheckpoints()
+      ABSL_LOCKS_EXCLUDED(step_index_mu_);
   absl::StatusOr<LoadedCheckpoint> LoadStep(uint64_t step) ABSL_LOCKS_EXCLUDED(write_mu_);
   absl::Status RestoreInPlace(absl::FunctionRef<absl::StatusOr<uint64_t>()> restore)
       ABSL_LOCKS_EXCLUDED(write_mu_);
@@ -207,6 +211,8 @@ class ShardCheckpointer {
   using StepCopies = std::map<uint64_t, std::map<std::string, PartitionCheckpoint>>;
 
   uint64_t TotalVersions() const;
+  // Drops StepCheckpoints' kept answer: the directory changed.
+  void ForgetStepIndex() ABSL_LOCKS_EXCLUDED(step_index_mu_);
   void Loop();
   // TakeNow's body; `cut`: the step and the copies of its sync tables.
   // `report`, when not null, is filled once the checkpoint is written.
@@ -242,6 +248,9 @@ class ShardCheckpointer {
   const ShardCheckpointerOptions options_;
   absl::Mutex write_mu_;  // one checkpoint at a time
   uint64_t incarnation_ ABSL_GUARDED_BY(write_mu_);
+  absl::Mutex step_index_mu_;  // taken under write_mu_, never the reverse
+  std::optional<std::map<uint64_t, uint64_t>> step_index_
+      ABSL_GUARDED_BY(step_index_mu_);
   mutable absl::Mutex stats_mu_;
   CheckpointerStats stats_ ABSL_GUARDED_BY(stats_mu_);
   uint64_t versions_at_last_ ABSL_GUARDED_BY(write_mu_) = 0;

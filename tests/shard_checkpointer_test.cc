@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,13 @@ void MakeTables(ParameterStore& store) {
   sync.consistency.kind = ConsistencyKind::kSync;
   sync.consistency.num_workers = 2;
   REQUIRE(store.CreateTable(sync, true, &created).ok());
+}
+
+// Workers 0 and 1 registered (Train's pushers), then MakeTables.
+void MakeTablesForTwo(ParameterStore& store) {
+  store.Register(0, 9, absl::ZeroDuration());
+  store.Register(1, 8, absl::ZeroDuration());
+  MakeTables(store);
 }
 
 // Pushes some work; `seq` continues across calls. The sync table gets a
@@ -160,9 +168,7 @@ TEST_CASE("restore refuses what it cannot use") {
 TEST_CASE("the header names the sync step only at a step boundary") {
   const std::string dir = FreshDir("step");
   ParameterStore store(0, 1);
-  store.Register(0, 9, absl::ZeroDuration());
-  store.Register(1, 8, absl::ZeroDuration());
-  MakeTables(store);
+  MakeTablesForTwo(store);
   uint64_t seq = 1;
   ShardCheckpointerOptions options;
   options.dir = dir;
@@ -231,12 +237,54 @@ TEST_CASE("checkpoints after a rollback in place record the shard's new incarnat
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("the step checkpoints it lists follow new checkpoints and pruning") {
+  const std::string dir = FreshDir("step_index");
+  ParameterStore store(0, 1);
+  MakeTablesForTwo(store);
+  uint64_t seq = 1;
+  ShardCheckpointerOptions options;
+  options.dir = dir;
+  options.keep = 2;
+  auto checkpointer = ShardCheckpointer::Open(&store, PosixCheckpointFs(), options, 3);
+  REQUIRE(checkpointer.ok());
+  using Steps = std::map<uint64_t, uint64_t>;
+  auto steps = [&]() -> Steps {
+    auto listed = (*checkpointer)->StepCheckpoints();
+    REQUIRE(listed.ok());
+    return *listed;
+  };
+  CHECK(steps().empty());
+  CHECK(steps().empty());  // asked twice before any checkpoint: still none
+
+  Train(store, seq, 1, {0, 1});  // step 0 closed: the cut is at step 1
+  auto first = (*checkpointer)->TakeNow();
+  REQUIRE(first.ok());
+  CHECK(steps() == Steps{{first->sequence, 1}});
+  Train(store, seq, 1, {0, 1});
+  auto second = (*checkpointer)->TakeNow();
+  REQUIRE(second.ok());
+  CHECK(steps() == (Steps{{first->sequence, 1}, {second->sequence, 2}}));
+  Train(store, seq, 1, {0, 1});
+  auto third = (*checkpointer)->TakeNow();  // keep = 2: the first is pruned
+  REQUIRE(third.ok());
+  CHECK(third->deleted == std::vector<uint64_t>{first->sequence});
+  const Steps kept{{second->sequence, 2}, {third->sequence, 3}};
+  CHECK(steps() == kept);
+  // Asked again, it reads no manifest: one removed by hand behind the
+  // checkpointer's back is still listed (until it next writes).
+  std::filesystem::remove_all(second->path);
+  CHECK(steps() == kept);
+  Train(store, seq, 1, {0, 1});
+  auto fourth = (*checkpointer)->TakeNow();
+  REQUIRE(fourth.ok());
+  CHECK(steps() == (Steps{{third->sequence, 3}, {fourth->sequence, 4}}));
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("the background thread checkpoints every N versions") {
   const std::string dir = FreshDir("background");
   ParameterStore store(0, 1);
-  store.Register(0, 9, absl::ZeroDuration());
-  store.Register(1, 8, absl::ZeroDuration());
-  MakeTables(store);
+  MakeTablesForTwo(store);
   ShardCheckpointerOptions options;
   options.dir = dir;
   options.every_versions = 10;
