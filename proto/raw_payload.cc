@@ -360,6 +360,9 @@ absl::Status DecodeWithPayload(const grpc::ByteBuffer& buffer, uint32_t field,
       });
   if (!decoded.ok()) return decoded;
   if (!copied) payload->scratch_.clear();  // a later in-place copy won
+  // A copied payload needs no received slice: they are let go at once, so a
+  // payload kept alive (a staged slice) holds its bytes once, not twice.
+  if (copied) payload->slices_.clear();
   if (!payload->view_.empty()) {
     (copied ? payloads_copied : payloads_in_place).fetch_add(1);
   }

@@ -81,7 +81,8 @@ absl::Status DecodeMessage(const grpc::ByteBuffer& buffer,
 
 // A received payload: a view of the bytes of the payload field, which stays
 // valid as long as this object (it holds references to the received slices,
-// or its own copy). Empty when the message did not carry the field.
+// or its own copy and then no slice). Empty when the message did not carry
+// the field.
 class ReceivedPayload {
  public:
   absl::string_view bytes() const { return view_; }

@@ -181,10 +181,13 @@ grpc::ServerUnaryReactor* ParameterServerService::PushDense(
     grpc::ByteBuffer* response) {
   // The gradient stays in the received slices (or one copy of them) and is
   // read from there; every other field is parsed by protobuf.
+  // The payload is shared so a slice that waits for its push's others is
+  // staged as a reference to it (StagedSlice::Holding), not a copy.
   v1::PushDenseRequest header;
-  ReceivedPayload gradient;
+  auto gradient = std::make_shared<ReceivedPayload>();
   const absl::Status parsed = DecodeWithPayload(
-      *request, v1::PushDenseRequest::kGradientFieldNumber, &header, &gradient);
+      *request, v1::PushDenseRequest::kGradientFieldNumber, &header,
+      gradient.get());
   if (!parsed.ok()) {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(ToGrpcStatus(parsed));
@@ -195,7 +198,8 @@ grpc::ServerUnaryReactor* ParameterServerService::PushDense(
                 [&] {
                   v1::PushResponse answer;
                   absl::Status status =
-                      calls_.PushDense(header, gradient.bytes(), &answer);
+                      calls_.PushDense(header, gradient->bytes(), &answer,
+                                       gradient);
                   if (!status.ok()) return status;
                   return EncodeMessage(answer, response);
                 });

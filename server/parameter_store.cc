@@ -280,7 +280,8 @@ absl::StatusOr<float> ParameterStore::CheckFinite(
 }
 
 absl::StatusOr<PushOutcome> ParameterStore::PushSliceTo(
-    Entry& entry, const PushMeta& meta, const GradientPart& part) {
+    Entry& entry, const PushMeta& meta, const GradientPart& part,
+    std::shared_ptr<const void> holder) {
   if (absl::Status drained = drains_.CheckPush(
           meta.origin.worker_id, entry.partition->config().name, meta.clock);
       !drained.ok()) {
@@ -297,6 +298,7 @@ absl::StatusOr<PushOutcome> ParameterStore::PushSliceTo(
   slice.header.clock = meta.clock;
   slice.header.push_norm_sq = meta.push_norm_sq;
   slice.part = part;
+  slice.holder = std::move(holder);
   return entry.partition->Push(slice);
 }
 
@@ -472,7 +474,7 @@ absl::StatusOr<PullResult> ParameterStore::PullDense(absl::string_view table,
 
 absl::StatusOr<PushOutcome> ParameterStore::PushDense(
     absl::string_view table, uint64_t offset, absl::Span<const float> gradient,
-    const PushMeta& meta) {
+    const PushMeta& meta, std::shared_ptr<const void> holder) {
   RETURN_IF_ERROR(CheckOwnershipEpoch(meta.ownership_epoch));
   RETURN_IF_ERROR(CheckWorkerId(meta.origin.worker_id, limits_));
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
@@ -490,7 +492,7 @@ absl::StatusOr<PushOutcome> ParameterStore::PushDense(
   part.offset = offset;
   part.values = gradient;
   part.max_abs = *max_abs;
-  return PushSliceTo(*entry, meta, part);
+  return PushSliceTo(*entry, meta, part, std::move(holder));
 }
 
 absl::StatusOr<PullResult> ParameterStore::PullSparse(

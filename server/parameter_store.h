@@ -212,10 +212,14 @@ class ParameterStore {
   absl::StatusOr<PullResult> PullDense(absl::string_view table, uint64_t offset,
                                        absl::Span<float> out,
                                        const PullContext& ctx = {});
-  // Dense: one slice of a push (meta.slices >= 1).
-  absl::StatusOr<PushOutcome> PushDense(absl::string_view table, uint64_t offset,
-                                        absl::Span<const float> gradient,
-                                        const PushMeta& meta);
+  // Dense: one slice of a push (meta.slices >= 1). `holder`, when given,
+  // keeps `gradient`'s floats alive and unchanged as long as it lives: a
+  // slice that waits for its push's other slices is then staged as a
+  // reference to them, not a copy.
+  absl::StatusOr<PushOutcome> PushDense(
+      absl::string_view table, uint64_t offset,
+      absl::Span<const float> gradient, const PushMeta& meta,
+      std::shared_ptr<const void> holder = nullptr);
   // Sparse: rows for `keys` (each must belong to this shard) into out
   // (keys.size() * dim floats). With row_versions non-empty (keys.size()
   // entries) also each row's version (see SparseTable).
@@ -310,9 +314,11 @@ class ParameterStore {
   // max |values|, or INVALID_ARGUMENT (counted) if one is NaN or Inf.
   absl::StatusOr<float> CheckFinite(absl::string_view table,
                                     absl::Span<const float> values);
-  // Hands one validated slice to the partition, or `refused` for it.
-  absl::StatusOr<PushOutcome> PushSliceTo(Entry& entry, const PushMeta& meta,
-                                          const GradientPart& part);
+  // Hands one validated slice to the partition, or `refused` for it
+  // (`holder`: see PushDense).
+  absl::StatusOr<PushOutcome> PushSliceTo(
+      Entry& entry, const PushMeta& meta, const GradientPart& part,
+      std::shared_ptr<const void> holder = nullptr);
   // What the pull or push of `worker` needs before it touches the entry:
   // a seat among the table's workers (with `copy_bytes` of delay
   // compensation for a dense pull of a DC table).

@@ -88,7 +88,11 @@ absl::StatusOr<PushOutcome> Partition::Push(const PushSlice& slice) {
   // costs only time: a slice to be staged without a copy is copied under
   // the lock (StagedPushes::Add).
   std::optional<StagedSlice> copy;
-  if (slice.header.slices > 1) {
+  if (slice.header.slices > 1 && slice.holder != nullptr &&
+      slice.part.keys.empty()) {
+    // The floats stay where they are: staging refers to them (no copy).
+    copy = StagedSlice::Holding(slice.index, slice.part, slice.holder);
+  } else if (slice.header.slices > 1) {
     bool completes = false;
     if (state_mu_.ReaderTryLock()) {
       completes = staged_.WouldComplete(slice.origin, slice.index, slice.header);

@@ -74,6 +74,10 @@ struct PushSlice {
   uint32_t index = 0;  // 0-based, < header.slices
   PushHeader header;
   GradientPart part;
+  // When set (dense only), keeps part.values' floats alive and unchanged for
+  // as long as it lives: a slice that has to wait for its push's others is
+  // staged as a reference to them instead of a copy.
+  std::shared_ptr<const void> holder;
 };
 
 // Everything a partition holds that outlives a restart, at one point of its

@@ -184,7 +184,8 @@ absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
 
 absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
                                    absl::string_view gradient_bytes,
-                                   v1::PushResponse* response) {
+                                   v1::PushResponse* response,
+                                   std::shared_ptr<const void> holder) {
   absl::ReaderMutexLock gate(&gate_);
   // Before the gradient is read: its size is checked against the range this
   // shard's map gives it.
@@ -203,8 +204,14 @@ absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
     store_->RefusePush(request.table(), meta, gradient.status());
     return gradient.status();
   }
-  absl::StatusOr<PushOutcome> outcome =
-      store_->PushDense(request.table(), request.offset(), *gradient, meta);
+  // Floats decoded or realigned into `decoded` get a holder of their own
+  // (moving the vector keeps its buffer, so the view stays valid).
+  if (holder != nullptr && !decoded.empty() &&
+      gradient->data() == decoded.data()) {
+    holder = std::make_shared<const std::vector<float>>(std::move(decoded));
+  }
+  absl::StatusOr<PushOutcome> outcome = store_->PushDense(
+      request.table(), request.offset(), *gradient, meta, std::move(holder));
   if (!outcome.ok()) return outcome.status();
   traffic_.CountPush(request.table(), gradient->size() * sizeof(float),
                      gradient_bytes.size(), request.encoded());

@@ -57,9 +57,13 @@ class ShardCalls {
   // The same push with its gradient's bytes given apart from the message
   // (whose own `gradient` is then ignored): for an edge that takes the
   // tensor from the received buffers without copying it into the message.
+  // `holder`, when given, keeps `gradient_bytes` alive and unchanged as long
+  // as it lives, so a slice staged for its push's other slices refers to
+  // them instead of being copied.
   absl::Status PushDense(const v1::PushDenseRequest& request,
                          absl::string_view gradient_bytes,
-                         v1::PushResponse* response);
+                         v1::PushResponse* response,
+                         std::shared_ptr<const void> holder = nullptr);
   absl::Status PullSparse(const v1::PullSparseRequest& request,
                           absl::Time deadline, v1::PullSparseResponse* response);
   // The same pulls for an edge that must not block a thread: a pull that

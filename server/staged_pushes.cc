@@ -28,7 +28,7 @@ GradientPart StagedSlice::AsPart() const {
   GradientPart part;
   part.offset = offset;
   part.keys = keys;
-  part.values = values;
+  part.values = holder != nullptr ? held : absl::Span<const float>(values);
   part.max_abs = max_abs;
   return part;
 }
@@ -39,6 +39,18 @@ StagedSlice StagedSlice::CopyOf(uint32_t index, const GradientPart& part) {
   slice.offset = part.offset;
   slice.keys.assign(part.keys.begin(), part.keys.end());
   slice.values.assign(part.values.begin(), part.values.end());
+  slice.max_abs = part.max_abs;
+  return slice;
+}
+
+StagedSlice StagedSlice::Holding(uint32_t index, const GradientPart& part,
+                                 std::shared_ptr<const void> holder) {
+  if (holder == nullptr || !part.keys.empty()) return CopyOf(index, part);
+  StagedSlice slice;
+  slice.index = index;
+  slice.offset = part.offset;
+  slice.holder = std::move(holder);
+  slice.held = part.values;
   slice.max_abs = part.max_abs;
   return slice;
 }

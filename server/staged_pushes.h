@@ -1,7 +1,9 @@
 // StagedPushes: the slices of multi-slice pushes that have arrived while
 // their push is incomplete. A push made of k slices is applied when its k-th
 // distinct slice arrives, as one unit; until then its slices wait here, as
-// copies. So a push whose third slice is refused has changed nothing.
+// copies, or (dense slices whose floats come with a holder, e.g. the
+// received gRPC buffer) as references that keep those floats alive. So a
+// push whose third slice is refused has changed nothing.
 //
 // Bounded: Add refuses (RESOURCE_EXHAUSTED, with the numbers) a slice that
 // would take the bytes held past `max_bytes`, or that the shard's memory
@@ -14,6 +16,7 @@
 #define TAUPS_SERVER_STAGED_PUSHES_H_
 
 #include <cstdint>
+#include <memory>
 #include <tuple>
 #include <vector>
 
@@ -36,18 +39,27 @@ struct PushHeader {
 };
 
 // One staged slice: a dense slice's offset and values (or a sparse slice's
-// keys and rows).
+// keys and rows), copied into `values`, or (dense only) left where they lie
+// in `held`, which `holder` keeps alive and unchanged.
 struct StagedSlice {
   uint32_t index = 0;
   uint64_t offset = 0;
   std::vector<uint64_t> keys;
   std::vector<float> values;
+  std::shared_ptr<const void> holder;
+  absl::Span<const float> held;
   float max_abs = -1.0f;
   GradientPart AsPart() const;
   // A copy of `part` as slice `index`.
   static StagedSlice CopyOf(uint32_t index, const GradientPart& part);
+  // Slice `index` referring to `part`'s floats, which `holder` keeps alive
+  // and unchanged for as long as the slice (or a copy) lives; a copy
+  // (CopyOf) when `holder` is null or `part` has keys (sparse).
+  static StagedSlice Holding(uint32_t index, const GradientPart& part,
+                             std::shared_ptr<const void> holder);
   uint64_t bytes() const {
-    return values.size() * sizeof(float) + keys.size() * sizeof(uint64_t);
+    return (values.size() + held.size()) * sizeof(float) +
+           keys.size() * sizeof(uint64_t);
   }
 };
 
