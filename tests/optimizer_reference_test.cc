@@ -77,6 +77,21 @@ TEST_CASE("vectorised rules give the scalar reference's bits") {
   }
 }
 
+// A batch over `arena`'s rows `slots`, row k's gradient row grad_rows[k].
+RowBatch BatchOf(std::vector<float>& arena, size_t stride,
+                 const std::vector<uint32_t>& slots, const std::vector<float>& grads,
+                 const std::vector<uint32_t>& grad_rows, uint32_t dim) {
+  RowBatch batch;
+  batch.arena = arena.data();
+  batch.row_stride = stride;
+  batch.slots = slots.data();
+  batch.grads = grads.data();
+  batch.grad_rows = grad_rows.data();
+  batch.count = slots.size();
+  batch.dim = dim;
+  return batch;
+}
+
 TEST_CASE("ApplyRows updates each row as Apply would") {
   std::mt19937 rng(11);
   constexpr uint32_t kDim = 16;
@@ -98,15 +113,7 @@ TEST_CASE("ApplyRows updates each row as Apply would") {
       float* row = expected.data() + slots[k] * stride;
       opt->Apply(row, row + kDim, grads.data() + grad_rows[k] * kDim, kDim, 1.0f);
     }
-    RowBatch batch;
-    batch.arena = arena.data();
-    batch.row_stride = stride;
-    batch.slots = slots.data();
-    batch.grads = grads.data();
-    batch.grad_rows = grad_rows.data();
-    batch.count = slots.size();
-    batch.dim = kDim;
-    opt->ApplyRows(batch, 1.0f);
+    opt->ApplyRows(BatchOf(arena, stride, slots, grads, grad_rows, kDim), 1.0f);
     INFO("rule " << static_cast<int>(kind));
     REQUIRE(SameBits(arena, expected));
   }
@@ -207,14 +214,8 @@ TEST_CASE("RowsStayFinite answers as the step run on every row") {
         std::copy(run.g.begin(), run.g.end(), grads.begin() + grad_rows[k] * kDim);
       }
       const std::vector<float> before = arena;
-      RowBatch batch;
-      batch.arena = arena.data();
-      batch.row_stride = stride;
-      batch.slots = slots.data();
-      batch.grads = grads.data();
-      batch.grad_rows = grad_rows.data();
-      batch.count = kRows;
-      batch.dim = kDim;
+      const RowBatch batch =
+          BatchOf(arena, stride, slots, grads, grad_rows, kDim);
       INFO("rule " << static_cast<int>(kind) << " trial " << trial);
       REQUIRE(opt->RowsStayFinite(batch, 1.0f, max_abs) == expected);
       REQUIRE(SameBits(arena, before));  // nothing changed
