@@ -189,7 +189,8 @@ TEST_CASE("ps_admin status shows what the clients' own pushes and pulls say") {
   REQUIRE(json_code == 0);
   CHECK(absl::StartsWith(json, "{\"shards\":[{\"shard\":0,"));
   CHECK(absl::StrContains(json, "\"workers\":{\"live\":2,\"dead\":0,\"left\":0,"
-                                "\"evicted\":0,\"draining\":[]}"));
+                                "\"evicted\":0,\"draining\":[],\"awaited\":0,"
+                                "\"awaited_ids\":[]}"));
   CHECK(absl::StrContains(json, "\"budget\":{\"used_bytes\":"));
   CHECK(absl::StrContains(json, ",\"limit_bytes\":67108864}"));
   CHECK(absl::StrContains(json, "\"checkpoint\":{\"enabled\":true,\"taken\":1,"
@@ -346,7 +347,8 @@ TEST_CASE("ps_admin evict --drain lets the worker finish its step, then shuts it
   INFO(json);
   REQUIRE(status_code == 0);
   CHECK(absl::StrContains(json, "\"workers\":{\"live\":1,\"dead\":1,\"left\":0,"
-                                "\"evicted\":1,\"draining\":[]}"));
+                                "\"evicted\":1,\"draining\":[],\"awaited\":0,"
+                                "\"awaited_ids\":[]}"));
 }
 
 void WriteSecret(const std::string& path, const std::string& text) {
