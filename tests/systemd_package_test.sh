@@ -182,10 +182,14 @@ inside sh -c 'cat >/etc/taups/ps-server.env' <<'EOF'
 TAUPS_SERVER_FLAGS="--stats_interval_s=0 --checkpoint_interval_s=1"
 TAUPS_FIRST_START=--start_empty
 EOF
-inside sh -c 'cat >/etc/taups/ps-worker.env' <<'EOF'
+# The worker's settings for a job of $1 steps (read at each start of the unit).
+worker_env() {
+  inside sh -c 'cat >/etc/taups/ps-worker.env' <<EOF
 TAUPS_SERVERS=127.0.0.1:7100,127.0.0.1:7101
-TAUPS_WORKER_FLAGS="--num_workers=1 --model=ctr --steps=60 --ctr_examples=20000 --eval_examples=2000 --device=cpu --log_every=20"
+TAUPS_WORKER_FLAGS="--num_workers=1 --model=ctr --steps=$1 --ctr_examples=20000 --eval_examples=2000 --device=cpu --log_every=20"
 EOF
+}
+worker_env 60
 inside systemctl daemon-reload
 inside systemctl enable --quiet ps-server@0 ps-server@1
 started=$(date +%s.%N)
@@ -233,22 +237,30 @@ version_before=$(shard0_version)
 (( ${version_before:-0} > 0 )) ||
   fail "ps_admin stats shows no trained version on shard 0: '$version_before'"
 
+# kill -9 of ps-server@0's main pid, then wait (30 s at most) until systemd
+# has restarted it for the $1-th time and the new process is READY; sets
+# killed (when) and new_pid.
+kill_shard0() {
+  local old_pid show
+  old_pid=$(inside systemctl show -p MainPID --value ps-server@0)
+  inside kill -9 "$old_pid"
+  killed=$(date +%s.%N)
+  new_pid=""
+  for _ in $(seq 1 300); do
+    show=$(inside systemctl show -p ActiveState,MainPID,NRestarts ps-server@0)
+    if [[ "$show" == *ActiveState=active* && "$show" != *"MainPID=$old_pid"* &&
+          "$show" != *MainPID=0* && "$show" == *"NRestarts=$1"* ]]; then
+      new_pid=$(echo "$show" | sed -n 's/^MainPID=//p')
+      break
+    fi
+    sleep 0.1
+  done
+  [[ -n "$new_pid" ]] || fail "systemd did not restart ps-server@0 (restart $1): $show"
+  echo "restarted as pid $new_pid, READY $(since "$killed") s after the kill (RestartSec=2s)"
+}
+
 echo "== kill -9 of ps-server@0's main pid"
-old_pid=$(inside systemctl show -p MainPID --value ps-server@0)
-inside kill -9 "$old_pid"
-killed=$(date +%s.%N)
-new_pid=""
-for _ in $(seq 1 300); do
-  show=$(inside systemctl show -p ActiveState,MainPID,NRestarts ps-server@0)
-  if [[ "$show" == *ActiveState=active* && "$show" != *"MainPID=$old_pid"* &&
-        "$show" != *MainPID=0* && "$show" == *NRestarts=1* ]]; then
-    new_pid=$(echo "$show" | sed -n 's/^MainPID=//p')
-    break
-  fi
-  sleep 0.1
-done
-[[ -n "$new_pid" ]] || fail "systemd did not restart ps-server@0: $show"
-echo "restarted as pid $new_pid, READY $(since "$killed") s after the kill (RestartSec=2s)"
+kill_shard0 1
 version_after=$(shard0_version)
 [[ "$version_after" == "$version_before" ]] ||
   fail "shard 0 holds ctr_mlp at version '$version_after' after the restart, not $version_before"
@@ -267,6 +279,61 @@ warnings=$(inside journalctl -u ps-server@0 -p warning -o cat --no-pager)
 infos=$(inside journalctl -u ps-server@0 -p info..info -o cat --no-pager)
 [[ "$infos" == *"serving on port"* ]] || fail "journalctl -p info lacks 'serving on port'"
 echo "journal: restore line at warning, serving line at info: ok"
+
+echo "== a worker training through a restart of ps-server@0"
+# A second run of ps-worker@0, long enough (400 steps, about 8 s on one
+# CPU) to be mid-job when shard 0 is killed after its step 20 and to go on
+# training once systemd has restarted it. Its journal is told apart from the
+# first run's by the unit's invocation id.
+worker_steps=400
+worker_env "$worker_steps"
+job_start=$(date +%s.%N)
+inside systemctl start ps-worker@0  # Type=exec: returns once ps_worker runs
+invocation=$(inside systemctl show -p InvocationID --value ps-worker@0)
+[[ -n "$invocation" ]] || fail "ps-worker@0 has no invocation id"
+invocation_log() { inside journalctl "_SYSTEMD_INVOCATION_ID=$1" -o cat --no-pager; }
+for _ in $(seq 1 300); do
+  [[ $(invocation_log "$invocation") == *" step 20/$worker_steps "* ]] && break
+  sleep 0.1
+done
+[[ $(invocation_log "$invocation") == *" step 20/$worker_steps "* ]] ||
+  { invocation_log "$invocation" | tail -n 20; fail "ps-worker@0 logged no step 20 within 30 s"; }
+[[ $(inside systemctl show -p ActiveState --value ps-worker@0) == active ]] ||
+  fail "ps-worker@0 is not training when shard 0 is to be killed"
+echo "worker at step 20 $(since "$job_start") s after its start"
+kill_shard0 2
+for _ in $(seq 1 600); do
+  show=$(inside systemctl show -p ActiveState,SubState,Result,ExecMainStatus,NRestarts ps-worker@0 |
+    tr '\n' ' ')
+  [[ "$show" == *ActiveState=active* || "$show" == *ActiveState=activating* ]] || break
+  [[ "$show" != *SubState=auto-restart* ]] || break  # it failed; systemd would run it again
+  sleep 0.1
+done
+echo "ps-worker@0: $show ($(since "$killed") s after the kill)"
+[[ "$show" == *ActiveState=inactive* && "$show" == *Result=success* &&
+   "$show" == *ExecMainStatus=0* && "$show" == *NRestarts=0* ]] ||
+  { invocation_log "$invocation" | tail -n 20; fail "ps-worker@0 did not end with success"; }
+summary=""
+for _ in $(seq 1 50); do  # the journal may file the last line after the exit
+  summary=$(invocation_log "$invocation" | grep '^{' | tail -n 1 || true)
+  [[ -n "$summary" ]] && break
+  sleep 0.1
+done
+echo "worker summary (restart fields): $(echo "$summary" | grep -o '"steps":[0-9]*\|"shard_restarts[^]]*\]*' | tr '\n' ' ')"
+[[ "$summary" == *"\"steps\":$worker_steps,"* ]] ||
+  fail "ps-worker@0's summary does not count $worker_steps steps: $summary"
+[[ "$summary" == *'"shard_restarts":1,"shard_restarts_by_shard":[1,0]'* ]] ||
+  fail "ps-worker@0's summary does not say it rode through one restart of shard 0: $summary"
+# The restarted process's own journal: it restored its checkpoint.
+shard_invocation=$(inside systemctl show -p InvocationID --value ps-server@0)
+restored=$(invocation_log "$shard_invocation" | grep 'restored table' || true)
+[[ -n "$restored" ]] || fail "ps-server@0 logged no restored table after its second restart"
+echo "$restored"
+invocation_log "$invocation" | grep 'shard 0 restarted (incarnation' ||
+  fail "ps-worker@0 logged no restart of shard 0"
+[[ $(inside systemctl show -p NRestarts --value ps-server@1) == 0 ]] ||
+  fail "ps-server@1 was restarted while shard 0 was"
+echo "the worker rode through the restart; ps-server@1 never restarted"
 
 echo "== the watchdog"
 # WATCHDOG=1 comes every 10 s (half of WatchdogSec=20s): after 11 s its
