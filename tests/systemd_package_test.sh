@@ -293,8 +293,8 @@ echo "== a worker training through a restart of ps-server@0"
 # A second run of ps-worker@0, long enough (300 steps: 5-6 s of training
 # on an idle CPU, 3-4 times that on a loaded one) to be mid-job when shard 0
 # is killed after its step 20 and to train on for seconds once systemd has
-# restarted it. Its journal is told apart from the
-# first run's by the unit's invocation id.
+# restarted it. Its journal is told apart from the first run's by the
+# unit's invocation id.
 worker_steps=300
 worker_env "$worker_steps"
 job_start=$(date +%s.%N)
