@@ -39,6 +39,7 @@
 #include "common/vector_math.h"
 #include "server/optimizer.h"
 #include "tests/optimizer_reference.h"
+#include "tests/row_batch_of.h"
 
 ABSL_FLAG(std::string, size, "4M",
           "Dense tensor size in float32 values (K/M/G = powers of 1024).");
@@ -130,14 +131,7 @@ absl::Status MeasureRows(OptimizerKind kind, const MeasureOptions& measure,
   std::vector<uint32_t> slots(kRows), grad_rows(kRows);
   for (uint32_t r = 0; r < kRows; ++r) slots[r] = grad_rows[r] = r;
   std::shuffle(slots.begin(), slots.end(), std::mt19937(5));
-  RowBatch batch;
-  batch.arena = arena.data();
-  batch.row_stride = stride;
-  batch.slots = slots.data();
-  batch.grads = grads.data();
-  batch.grad_rows = grad_rows.data();
-  batch.count = kRows;
-  batch.dim = kDim;
+  const RowBatch batch = BatchOf(arena, stride, slots, grads, grad_rows, kDim);
   const double bytes = 4.0 * kRows * kDim;
   ASSIGN_OR_RETURN(Measurement batched, Measure(measure, [&]() {
     opt->ApplyRows(batch, 1.0f);

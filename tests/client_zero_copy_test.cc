@@ -27,6 +27,7 @@
 #include "ps.grpc.pb.h"
 #include "server/parameter_store.h"
 #include "server/shard_calls.h"
+#include "tests/loopback_grpc.h"
 #include "worker/src/client_core.h"
 #include "worker/src/grpc_transport.h"
 #include "worker/src/inprocess_transport.h"
@@ -250,20 +251,8 @@ absl::Status Wait(const std::function<void(ShardTransport::Done)>& start) {
 TEST_CASE("over gRPC, payloads beside the message are stock ps.proto messages",
           "[zero_copy]") {
   StockServer service;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
-  builder.RegisterService(&service);
-  builder.SetMaxReceiveMessageSize(64 << 20);
-  builder.SetMaxSendMessageSize(64 << 20);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  REQUIRE(server != nullptr);
-  grpc::ChannelArguments args;
-  args.SetMaxSendMessageSize(64 << 20);
-  args.SetMaxReceiveMessageSize(64 << 20);
-  GrpcTransport transport({*OpenChannel(absl::StrCat("127.0.0.1:", port),
-                                        ChannelSecurity{}, args)});
+  LoopbackGrpc loop(&service);
+  GrpcTransport& transport = loop.transport();
 
   SECTION("a push's gradient beside its header") {
     v1::PushDenseRequest header;
@@ -333,7 +322,7 @@ TEST_CASE("over gRPC, payloads beside the message are stock ps.proto messages",
       }
     }
   }
-  server->Shutdown();
+  loop.Shutdown();
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "server/optimizer.h"
 #include "tests/optimizer_reference.h"
+#include "tests/row_batch_of.h"
 
 namespace taups {
 namespace {
@@ -75,21 +76,6 @@ TEST_CASE("vectorised rules give the scalar reference's bits") {
       }
     }
   }
-}
-
-// A batch over `arena`'s rows `slots`, row k's gradient row grad_rows[k].
-RowBatch BatchOf(std::vector<float>& arena, size_t stride,
-                 const std::vector<uint32_t>& slots, const std::vector<float>& grads,
-                 const std::vector<uint32_t>& grad_rows, uint32_t dim) {
-  RowBatch batch;
-  batch.arena = arena.data();
-  batch.row_stride = stride;
-  batch.slots = slots.data();
-  batch.grads = grads.data();
-  batch.grad_rows = grad_rows.data();
-  batch.count = slots.size();
-  batch.dim = dim;
-  return batch;
 }
 
 TEST_CASE("ApplyRows updates each row as Apply would") {

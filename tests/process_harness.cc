@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -174,17 +175,24 @@ std::vector<WorkerRun> RunWorkers(
   return WaitForWorkers(processes);
 }
 
-std::string RunAdmin(const TempDir& dir, const std::vector<Shard>& shards,
-                     const std::vector<std::string>& args) {
-  static int runs = 0;
+std::pair<int, std::string> TryAdmin(const TempDir& dir, const std::vector<Shard>& shards,
+                                     const std::vector<std::string>& args,
+                                     absl::Duration timeout) {
+  static std::atomic<int> runs{0};
   std::vector<std::string> argv = {"--servers=" + JoinAddresses(shards)};
   argv.insert(argv.end(), args.begin(), args.end());
   Process admin(BinDir() + "/ps_admin", argv,
                 absl::StrCat(dir.path(), "/admin", runs++, ".log"));
-  const std::optional<int> code = admin.Wait(absl::Seconds(30));
-  INFO("ps_admin " << absl::StrJoin(args, " ") << ":\n" << admin.Output());
+  const std::optional<int> code = admin.Wait(timeout);
+  return {code.value_or(-1000), admin.Output()};
+}
+
+std::string RunAdmin(const TempDir& dir, const std::vector<Shard>& shards,
+                     const std::vector<std::string>& args) {
+  auto [code, output] = TryAdmin(dir, shards, args);
+  INFO("ps_admin " << absl::StrJoin(args, " ") << ":\n" << output);
   REQUIRE(code == 0);
-  return admin.Output();
+  return output;
 }
 
 std::string LastJsonLine(const std::string& output) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -91,8 +92,13 @@ std::vector<WorkerRun> RunWorkers(
     const std::vector<std::string>& args,
     const std::vector<std::vector<std::string>>& per_worker = {});
 
-// Runs ps_admin with `args` after --servers=<shards> and waits (up to 30 s)
-// for it; fails the test if it does not exit 0. Returns what it printed.
+// Runs ps_admin with `args` after --servers=<shards> (its log in `dir`) and
+// waits up to `timeout` for it: its exit code (-1000 if it did not end in
+// time) and what it printed, whatever the code.
+std::pair<int, std::string> TryAdmin(const TempDir& dir, const std::vector<Shard>& shards,
+                                     const std::vector<std::string>& args,
+                                     absl::Duration timeout = absl::Seconds(30));
+// TryAdmin, failing the test unless ps_admin exits 0. Returns what it printed.
 std::string RunAdmin(const TempDir& dir, const std::vector<Shard>& shards,
                      const std::vector<std::string>& args);
 

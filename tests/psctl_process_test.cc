@@ -79,18 +79,6 @@ TableConfig Table(const std::string& name, ConsistencyKind kind,
   return config;
 }
 
-// ps_admin with `args` after --servers; its exit code and output.
-std::pair<int, std::string> Admin(const TempDir& dir, const std::vector<Shard>& shards,
-                                  const std::vector<std::string>& args) {
-  static int runs = 0;
-  std::vector<std::string> argv = {"--servers=" + JoinAddresses(shards)};
-  argv.insert(argv.end(), args.begin(), args.end());
-  Process admin(BinDir() + "/ps_admin", argv,
-                absl::StrCat(dir.path(), "/psctl", runs++, ".log"));
-  const std::optional<int> code = admin.Wait(absl::Seconds(30));
-  return {code.value_or(-1000), admin.Output()};
-}
-
 // The cells of the row of table `table` on shard `shard` in the text
 // status, or empty.
 std::vector<std::string> TableRow(const std::string& text, const std::string& table,
@@ -146,7 +134,7 @@ TEST_CASE("ps_admin status shows what the clients' own pushes and pulls say") {
   REQUIRE(steps.ok());
   REQUIRE(free.ok());
 
-  auto [code, text] = Admin(run, shards, {"status"});
+  auto [code, text] = TryAdmin(run, shards, {"status"});
   INFO(text);
   REQUIRE(code == 0);
   for (int s = 0; s < 2; ++s) {
@@ -178,13 +166,13 @@ TEST_CASE("ps_admin status shows what the clients' own pushes and pulls say") {
   CHECK(free->shard_versions == std::vector<uint64_t>{5, 5});
 
   // A checkpoint, then the JSON says so; --tables filters.
-  auto [taken, written] = Admin(run, shards, {"checkpoint", "--json"});
+  auto [taken, written] = TryAdmin(run, shards, {"checkpoint", "--json"});
   INFO(written);
   REQUIRE(taken == 0);
   CHECK(absl::StrContains(written, "{\"shard\":0,\"sequence\":1,"));
   CHECK(absl::StrContains(written, "{\"shard\":1,\"sequence\":1,"));
   CHECK(absl::StrContains(written, "{\"name\":\"steps\",\"version\":3,\"open_step\":3}"));
-  auto [json_code, json] = Admin(run, shards, {"status", "--json", "--tables=free"});
+  auto [json_code, json] = TryAdmin(run, shards, {"status", "--json", "--tables=free"});
   INFO(json);
   REQUIRE(json_code == 0);
   CHECK(absl::StartsWith(json, "{\"shards\":[{\"shard\":0,"));
@@ -203,7 +191,7 @@ TEST_CASE("ps_admin status shows what the clients' own pushes and pulls say") {
 
   // A shard that is down: the others still show, the error names it.
   shards[1].process->Stop();
-  auto [down_code, down] = Admin(run, shards, {"status"});
+  auto [down_code, down] = TryAdmin(run, shards, {"status"});
   INFO(down);
   CHECK(down_code == 1);
   CHECK(ShardRow(down, 0).size() == 16);
@@ -223,7 +211,7 @@ TEST_CASE("a checkpoint ps_admin took is what a killed shard restores") {
       REQUIRE(a->PushDense("t", std::vector<float>(kSize, 0.25f * (i + 1))).ok());
     }
     REQUIRE(a->PullDense("t", absl::MakeSpan(at_checkpoint)).ok());
-    auto [code, out] = Admin(run, shards, {"checkpoint"});
+    auto [code, out] = TryAdmin(run, shards, {"checkpoint"});
     INFO(out);
     REQUIRE(code == 0);
     CHECK(absl::StrContains(out, "shard 0: checkpoint 1 written to "));
@@ -253,7 +241,7 @@ TEST_CASE("a checkpoint ps_admin took is what a killed shard restores") {
   CHECK(pulled->shard_versions[0] == 7);
   CHECK(restored == at_checkpoint);
   CHECK(restored != later);
-  auto [code, json] = Admin(run, shards, {"status", "--json"});
+  auto [code, json] = TryAdmin(run, shards, {"status", "--json"});
   INFO(json);
   REQUIRE(code == 0);
   CHECK(absl::StrContains(json, "\"restored\":true"));
@@ -273,7 +261,7 @@ TEST_CASE("ps_admin evict closes a sync step without the evicted worker") {
   std::future<absl::StatusOr<PullInfo>> next = a->PullDenseAsync("w", absl::MakeSpan(values));
   REQUIRE(next.wait_for(std::chrono::milliseconds(500)) == std::future_status::timeout);
 
-  auto [code, out] = Admin(run, shards, {"evict", "--worker=1"});
+  auto [code, out] = TryAdmin(run, shards, {"evict", "--worker=1"});
   INFO(out);
   REQUIRE(code == 0);
   CHECK(absl::StrContains(out, "shard 0: worker 1 evicted (was live)"));
@@ -285,7 +273,7 @@ TEST_CASE("ps_admin evict closes a sync step without the evicted worker") {
   CHECK(values == std::vector<float>(kSize, -3.0f));  // worker 0's push alone
 
   // A worker no shard knows: each shard says so, exit 1.
-  auto [unknown, why] = Admin(run, shards, {"evict", "--worker=9"});
+  auto [unknown, why] = TryAdmin(run, shards, {"evict", "--worker=9"});
   INFO(why);
   CHECK(unknown == 1);
   CHECK(absl::StrContains(why, absl::StrCat("NOT_FOUND: shard 0 (", shards[0].address(),
@@ -307,7 +295,7 @@ TEST_CASE("ps_admin evict --drain lets the worker finish its step, then shuts it
   REQUIRE(a->PullDense("w", absl::MakeSpan(values)).ok());
   REQUIRE(a->PushDense("w", std::vector<float>(kSize, 1.0f)).ok());
   a->Clock();
-  auto [code, out] = Admin(run, shards, {"evict", "--worker=1", "--drain"});
+  auto [code, out] = TryAdmin(run, shards, {"evict", "--worker=1", "--drain"});
   INFO(out);
   REQUIRE(code == 0);
   CHECK(absl::StrContains(out, "shard 0: worker 1 draining (was live): it may finish "
@@ -343,7 +331,7 @@ TEST_CASE("ps_admin evict --drain lets the worker finish its step, then shuts it
   absl::StatusOr<std::unique_ptr<Client>> again = Client::Connect(Options(shards, 1));
   CHECK(absl::IsFailedPrecondition(again.status()));
   CHECK(absl::StrContains(again.status().message(), "drained"));
-  auto [status_code, json] = Admin(run, shards, {"status", "--json"});
+  auto [status_code, json] = TryAdmin(run, shards, {"status", "--json"});
   INFO(json);
   REQUIRE(status_code == 0);
   CHECK(absl::StrContains(json, "\"workers\":{\"live\":1,\"dead\":1,\"left\":0,"
@@ -372,9 +360,9 @@ TEST_CASE("ps_admin status needs reader or admin; checkpoint and evict admin") {
   WriteSecret(worker, "worker-token-0123456789abcdef\n");
   const auto as = [&](const std::string& token) { return "--auth_token_file=" + token; };
 
-  CHECK(Admin(run, shards, {as(reader), "status"}).first == 0);
-  CHECK(Admin(run, shards, {as(admin), "status"}).first == 0);
-  CHECK(Admin(run, shards, {as(admin), "checkpoint"}).first == 0);
+  CHECK(TryAdmin(run, shards, {as(reader), "status"}).first == 0);
+  CHECK(TryAdmin(run, shards, {as(admin), "status"}).first == 0);
+  CHECK(TryAdmin(run, shards, {as(admin), "checkpoint"}).first == 0);
   for (const auto& [token, command] :
        std::vector<std::pair<std::string, std::vector<std::string>>>{
            {worker, {"status"}},
@@ -384,13 +372,13 @@ TEST_CASE("ps_admin status needs reader or admin; checkpoint and evict admin") {
            {worker, {"evict", "--worker=1", "--drain"}}}) {
     std::vector<std::string> args = {as(token)};
     args.insert(args.end(), command.begin(), command.end());
-    auto [code, out] = Admin(run, shards, args);
+    auto [code, out] = TryAdmin(run, shards, args);
     INFO(out);
     CHECK(code == 1);
     CHECK(absl::StrContains(out, absl::StrCat("PERMISSION_DENIED: shard 0 (",
                                               shards[0].address(), "): principal")));
   }
-  auto [code, out] = Admin(run, shards, {"status"});
+  auto [code, out] = TryAdmin(run, shards, {"status"});
   INFO(out);
   CHECK(code == 1);
   CHECK(absl::StrContains(out, "UNAUTHENTICATED"));
@@ -405,7 +393,7 @@ TEST_CASE("ps_admin status needs reader or admin; checkpoint and evict admin") {
 TEST_CASE("ps_admin checkpoint on a shard without a checkpoint dir names it") {
   TempDir run;
   std::vector<Shard> shards = StartCluster(run, "", 2);
-  auto [code, out] = Admin(run, shards, {"checkpoint"});
+  auto [code, out] = TryAdmin(run, shards, {"checkpoint"});
   INFO(out);
   CHECK(code == 1);
   CHECK(absl::StrContains(out, absl::StrCat("FAILED_PRECONDITION: shard 1 (",

@@ -20,6 +20,7 @@
 #include "proto/raw_payload.h"
 #include "ps.grpc.pb.h"
 #include "tests/inproc_cluster.h"
+#include "tests/loopback_grpc.h"
 #include "worker/src/grpc_transport.h"
 
 namespace taups {
@@ -223,18 +224,8 @@ class StockPushServer final : public v1::ParameterServer::CallbackService {
 
 TEST_CASE("the client's raw PushDense reaches a stock protobuf server intact") {
   StockPushServer service;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
-  builder.RegisterService(&service);
-  builder.SetMaxReceiveMessageSize(64 << 20);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  REQUIRE(server != nullptr);
-  grpc::ChannelArguments args;
-  args.SetMaxSendMessageSize(64 << 20);
-  GrpcTransport transport({*OpenChannel(absl::StrCat("127.0.0.1:", port),
-                                        ChannelSecurity{}, args)});
+  LoopbackGrpc loop(&service);
+  GrpcTransport& transport = loop.transport();
   const v1::PushDenseRequest request = FullRequest(Bytes(3 << 20, 11));
   v1::PushResponse response;
   std::promise<absl::Status> done;
@@ -246,7 +237,7 @@ TEST_CASE("the client's raw PushDense reaches a stock protobuf server intact") {
   CHECK(response.new_version() == (3u << 20));
   const v1::PushDenseRequest seen = service.received.get_future().get();
   CHECK(MessageDifferencer::Equals(seen, request));
-  server->Shutdown();
+  loop.Shutdown();
 }
 
 TEST_CASE("a stock generated stub pushes to and pulls from a raw shard") {

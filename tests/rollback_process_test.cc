@@ -28,6 +28,7 @@
 #include "taups/client.h"
 #include "tests/checkpoint_steps.h"
 #include "tests/process_harness.h"
+#include "tests/sync_adam_table.h"
 
 namespace taups::testing {
 namespace {
@@ -39,16 +40,7 @@ constexpr uint64_t kHoldAt = 9;   // the workers stop before pulling this step
 constexpr uint64_t kSteps = 16;   // ... and train until this step
 const char kTable[] = "rb";
 
-TableConfig Config() {
-  TableConfig config = TableConfig::Dense(kTable, kSize);
-  config.consistency.kind = ConsistencyKind::kSync;
-  config.consistency.num_workers = kWorkers;
-  config.optimizer.kind = OptimizerKind::kAdam;
-  config.optimizer.learning_rate = 0.02f;
-  config.initializer.kind = InitializerKind::kUniform;
-  config.initializer.scale = 0.5f;
-  return config;
-}
+TableConfig Config() { return SyncAdamTable(kTable, kSize, kWorkers); }
 
 // Worker w's gradient on the values it pulled (not on the step number: a
 // run rolled back numbers its steps on from where the workers were).
@@ -194,17 +186,6 @@ std::optional<uint64_t> RolledBackStep(const std::string& out, int s) {
   return std::stoull(out.substr(at + key.size()));
 }
 
-std::pair<int, std::string> Admin(const TempDir& run, const std::vector<Shard>& shards,
-                                  const std::vector<std::string>& args) {
-  static int runs = 0;
-  std::vector<std::string> argv = {"--servers=" + JoinAddresses(shards)};
-  argv.insert(argv.end(), args.begin(), args.end());
-  Process admin(BinDir() + "/ps_admin", argv,
-                absl::StrCat(run.path(), "/admin", runs++, ".log"));
-  const std::optional<int> code = admin.Wait(absl::Seconds(60));
-  return {code.value_or(-1000), admin.Output()};
-}
-
 TEST_CASE("ps_admin rollback brings a restarted shard and the others to one step cut") {
   TempDir run, state, copies;
   const std::vector<std::string> dirs = {state.path() + "/ckpt0", state.path() + "/ckpt1"};
@@ -240,12 +221,12 @@ TEST_CASE("ps_admin rollback brings a restarted shard and the others to one step
 
   // A step no shard holds is refused, and changes nothing.
   {
-    auto [code, out] = Admin(run, shards, {"rollback", "--step=999"});
+    auto [code, out] = TryAdmin(run, shards, {"rollback", "--step=999"}, absl::Seconds(60));
     INFO(out);
     CHECK(code == 1);
     CHECK(absl::StrContains(out, "not every shard holds a checkpoint of step 999"));
   }
-  auto [code, out] = Admin(run, shards, {"rollback"});
+  auto [code, out] = TryAdmin(run, shards, {"rollback"}, absl::Seconds(60));
   INFO(out);
   REQUIRE(code == 0);
   const std::optional<uint64_t> step0 = RolledBackStep(out, 0);

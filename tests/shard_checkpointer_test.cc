@@ -23,6 +23,22 @@ std::string FreshDir(const std::string& name) {
   return dir;
 }
 
+// A checkpointer writing into `dir` and keeping `keep` checkpoints.
+ShardCheckpointerOptions Options(const std::string& dir, uint32_t keep) {
+  ShardCheckpointerOptions options;
+  options.dir = dir;
+  options.keep = keep;
+  return options;
+}
+
+// A reader of the checkpoints such a checkpointer writes.
+CheckpointStoreOptions ReaderOptions(const std::string& dir, uint32_t keep) {
+  CheckpointStoreOptions files;
+  files.dir = dir;
+  files.keep = keep;
+  return files;
+}
+
 void MakeTables(ParameterStore& store) {
   bool created = false;
   TableConfig dense = TableConfig::Dense("w", 64);
@@ -170,14 +186,9 @@ TEST_CASE("the header names the sync step only at a step boundary") {
   ParameterStore store(0, 1);
   MakeTablesForTwo(store);
   uint64_t seq = 1;
-  ShardCheckpointerOptions options;
-  options.dir = dir;
-  options.keep = 5;
-  auto checkpointer = ShardCheckpointer::Open(&store, PosixCheckpointFs(), options, 3);
+  auto checkpointer = ShardCheckpointer::Open(&store, PosixCheckpointFs(), Options(dir, 5), 3);
   CheckpointFs* fs = PosixCheckpointFs();
-  CheckpointStoreOptions files;
-  files.dir = dir;
-  files.keep = 5;
+  const CheckpointStoreOptions files = ReaderOptions(dir, 5);
   auto reader = CheckpointStore::Open(fs, files);
   REQUIRE(reader.ok());
 
@@ -201,14 +212,9 @@ TEST_CASE("checkpoints after a rollback in place record the shard's new incarnat
   const std::string dir = FreshDir("incarnation");
   ParameterStore store(0, 1);
   MakeTables(store);
-  ShardCheckpointerOptions options;
-  options.dir = dir;
-  options.keep = 5;
-  auto checkpointer = ShardCheckpointer::Open(&store, PosixCheckpointFs(), options, 3);
+  auto checkpointer = ShardCheckpointer::Open(&store, PosixCheckpointFs(), Options(dir, 5), 3);
   REQUIRE(checkpointer.ok());
-  CheckpointStoreOptions files;
-  files.dir = dir;
-  files.keep = 5;
+  const CheckpointStoreOptions files = ReaderOptions(dir, 5);
   auto reader = CheckpointStore::Open(PosixCheckpointFs(), files);
   REQUIRE(reader.ok());
   auto incarnation_of = [&](uint64_t sequence) -> uint64_t {
@@ -242,10 +248,7 @@ TEST_CASE("the step checkpoints it lists follow new checkpoints and pruning") {
   ParameterStore store(0, 1);
   MakeTablesForTwo(store);
   uint64_t seq = 1;
-  ShardCheckpointerOptions options;
-  options.dir = dir;
-  options.keep = 2;
-  auto checkpointer = ShardCheckpointer::Open(&store, PosixCheckpointFs(), options, 3);
+  auto checkpointer = ShardCheckpointer::Open(&store, PosixCheckpointFs(), Options(dir, 2), 3);
   REQUIRE(checkpointer.ok());
   using Steps = std::map<uint64_t, uint64_t>;
   auto steps = [&]() -> Steps {

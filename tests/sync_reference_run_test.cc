@@ -56,6 +56,7 @@
 #include "taups/client.h"
 #include "tests/checkpoint_steps.h"
 #include "tests/process_harness.h"
+#include "tests/sync_adam_table.h"
 
 namespace taups {
 namespace {
@@ -98,16 +99,7 @@ std::vector<uint64_t> Seeds() {
   return seeds;
 }
 
-TableConfig Config() {
-  TableConfig config = TableConfig::Dense(kTable, kSize);
-  config.consistency.kind = ConsistencyKind::kSync;
-  config.consistency.num_workers = kWorkers;
-  config.optimizer.kind = OptimizerKind::kAdam;
-  config.optimizer.learning_rate = 0.02f;
-  config.initializer.kind = InitializerKind::kUniform;
-  config.initializer.scale = 0.5f;
-  return config;
-}
+TableConfig Config() { return SyncAdamTable(kTable, kSize, kWorkers); }
 
 // Worker w's gradient at `step` on the parameters it pulled: a cubic loss
 // pulling each element toward a target of its own, so every step depends on
