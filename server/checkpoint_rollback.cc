@@ -80,7 +80,7 @@ absl::Status ShardCheckpointer::RestoreInPlace(
   // The tables no longer hold what the last checkpoint's deltas follow.
   chain_.reset();
   tracks_.clear();
-  versions_at_last_ = TotalVersions();
+  updates_at_last_ = store_->updates().total();
   absl::MutexLock steps(&steps_mu_);
   step_copies_.clear();
   return absl::OkStatus();

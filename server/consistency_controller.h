@@ -64,6 +64,12 @@ class ConsistencyController {
   ConsistencyController& operator=(const ConsistencyController&) = delete;
 
   uint64_t version() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The version read without mu_: only for the owning Partition's apply
+  // path, which holds the partition's state lock exclusively while it
+  // calls every mutating method here, so nothing changes it meanwhile.
+  uint64_t VersionOnApplyPath() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return state_.version;
+  }
   // sync / semi_sync: the step being gathered (= steps closed); else 0.
   uint64_t open_step() const ABSL_LOCKS_EXCLUDED(mu_);
   ConsistencyConfig consistency() const ABSL_LOCKS_EXCLUDED(mu_);

@@ -99,6 +99,7 @@ absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& request
     PartitionLimits partition_limits;
     partition_limits.max_staged_bytes = limits_.max_staged_bytes;
     partition_limits.budget = &budget_;
+    partition_limits.updates = &updates_;
     entry->partition = std::make_shared<Partition>(std::move(table), clock_,
                                                    partition_limits);
     entry->partition->SetLiveWorkers(membership_.LiveWorkers(),

@@ -55,6 +55,7 @@
 #include "server/sparse_table.h"
 #include "server/table_info.h"
 #include "server/table_workers.h"
+#include "server/update_trigger.h"
 #include "server/waiting_calls.h"
 #include "server/worker_drains.h"
 #include "taups/table_config.h"
@@ -153,6 +154,9 @@ class ParameterStore {
   // Bytes the tables' parts are charged to the budget for.
   uint64_t reserved_bytes() const;
   const MemoryBudget& budget() const { return budget_; }
+  // Every version step of the shard's tables, counted on the apply path
+  // (the checkpointer's version trigger arms it).
+  UpdateTrigger& updates() { return updates_; }
   ResourceStats Resources() const;
 
   // Creates this shard's part of `config`. If the table exists with an
@@ -347,6 +351,7 @@ class ParameterStore {
   Membership membership_;
   WorkerDrains drains_;
   MemoryBudget budget_;
+  UpdateTrigger updates_;  // before tables_: outlives the partitions
   WaitingCalls waiting_;
   // Held shared while a pull parks, exclusively by CloseWaits: no pull
   // parks after the shard released its waiters.

@@ -47,13 +47,21 @@ void Partition::Apply(absl::FunctionRef<void()> work, bool counted)
   // Parked pulls the group's changes let read; woken once every lock here
   // is let go.
   std::vector<PullWaiters::Woken> woken;
+  uint64_t versions = 0;  // steps of the version clock the group made
   {
     absl::MutexLock state(&state_mu_);
+    const uint64_t version_before =
+        limits_.updates != nullptr ? controller_.VersionOnApplyPath() : 0;
     for (Writer* writer : group) {
       const uint64_t step_before = step_hook_ ? controller_.open_step() : 0;
       writer->work();
       if (writer->counted) ++applied_;
       if (step_hook_) NotifyStepClosedLocked(step_before);
+    }
+    if (limits_.updates != nullptr) {
+      const uint64_t version_after = controller_.VersionOnApplyPath();
+      // A restore may set the clock back: no steps made then.
+      if (version_after > version_before) versions = version_after - version_before;
     }
     if (waiters_->size() > 0) {
       woken = waiters_->TakeReady([this](uint32_t worker, uint64_t clock) {
@@ -71,6 +79,7 @@ void Partition::Apply(absl::FunctionRef<void()> work, bool counted)
   }
   if (!queue_.empty()) queue_.front()->cv.Signal();  // the next leader
   queue_mu_.Unlock();
+  if (versions > 0) limits_.updates->Add(versions);
   PullWaiters::RunAll(woken);
 }
 

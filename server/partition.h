@@ -50,6 +50,7 @@
 #include "server/staged_pushes.h"
 #include "server/table.h"
 #include "server/table_stats.h"
+#include "server/update_trigger.h"
 #include "taups/table_config.h"
 
 namespace taups {
@@ -66,6 +67,10 @@ struct PartitionLimits {
   // it while they wait (BudgetUse::kStaged), and each worker incarnation's
   // dedup window while it is kept (BudgetUse::kWorkerState, DedupWindow).
   MemoryBudget* budget = nullptr;
+  // When set (it must outlive the partition), told of every version step
+  // the apply path makes (UpdateTrigger::Add, once per group applied,
+  // after the partition's locks are let go).
+  UpdateTrigger* updates = nullptr;
 };
 
 // One validated slice of a push.

@@ -125,8 +125,12 @@ ABSL_FLAG(uint32_t, checkpoint_keep, 3, "Complete checkpoints kept.");
 ABSL_FLAG(double, checkpoint_interval_s, 0,
           "Seconds between checkpoints; 0: not on a timer.");
 ABSL_FLAG(uint64_t, checkpoint_every_versions, 0,
-          "Checkpoint when the shard's tables applied this many updates "
-          "since the last one; 0: no such trigger.");
+          "Checkpoint as soon as the shard's tables applied this many "
+          "updates (N) since the last checkpoint began (the apply path wakes "
+          "the checkpointer; one is written at a time). A kill -9 then loses "
+          "at most max(N, W) + W updates, W being the most applied while one "
+          "checkpoint is written: N + W while a write takes less time than N "
+          "updates. 0: no such trigger.");
 ABSL_FLAG(uint32_t, checkpoint_full_every, 1,
           "Of every N checkpoints one is full and the other N-1 are "
           "incremental: sparse tables write only the rows changed and the "

@@ -49,6 +49,8 @@ ShardCheckpointer::ShardCheckpointer(ParameterStore* store,
       incarnation_(incarnation) {}
 
 ShardCheckpointer::~ShardCheckpointer() {
+  // No wake runs after this (SetWake waits for one running).
+  if (options_.every_versions > 0 && thread_.joinable()) store_->updates().SetWake(nullptr);
   {
     absl::MutexLock lock(&steps_mu_);
     stopping_ = true;
@@ -107,15 +109,9 @@ absl::StatusOr<RestoreReport> ShardCheckpointer::Restore() {
   }
   {
     absl::WriterMutexLock lock(&write_mu_);
-    versions_at_last_ = TotalVersions();
+    updates_at_last_ = store_->updates().total();
   }
   return report;
-}
-
-uint64_t ShardCheckpointer::TotalVersions() const {
-  uint64_t total = 0;
-  for (const TableInfo& info : store_->ListTables()) total += info.version;
-  return total;
 }
 
 absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::TakeNow() {
@@ -134,6 +130,13 @@ absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::Take(
     std::optional<uint64_t> step_cut, std::map<std::string, PartitionCheckpoint> cut,
     CheckpointTaken* report) {
   const absl::Time start = absl::Now();
+  // The version trigger counts from here: the next one is due `every_versions`
+  // updates after this one began (one that fails leaves the base as it was,
+  // so the poll retries it, but the wake is not sent again until then).
+  const uint64_t updates_at_start = store_->updates().total();
+  if (options_.every_versions > 0) {
+    store_->updates().Arm(updates_at_start + options_.every_versions);
+  }
   // A step cut still being copied is finished first, so cutting its table
   // again below does not finish it on the apply path.
   if (options_.every_steps > 0) CopyStepCuts();
@@ -149,7 +152,6 @@ absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::Take(
   absl::Duration longest_pause;
   std::optional<uint64_t> step;
   bool one_cut = true;
-  uint64_t versions = 0;
   uint64_t whole_in_delta = 0;
   std::map<std::string, TableTrack> tracked;  // as of this checkpoint
   for (const TableInfo& info : store_->ListTables()) {
@@ -196,7 +198,6 @@ absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::Take(
     }
     longest_pause = std::max(longest_pause, pause);
     const PartitionCheckpoint& taken = checkpoint.partitions.back();
-    versions += taken.snapshot.policy.version;
     const ConsistencyKind kind = taken.config.consistency.kind;
     if (kind == ConsistencyKind::kSync || kind == ConsistencyKind::kSemiSync) {
       const PolicySnapshot& policy = taken.snapshot.policy;
@@ -224,7 +225,7 @@ absl::StatusOr<CheckpointWriteInfo> ShardCheckpointer::Take(
                   files_->dir(), written.status().ToString());
     return written.status();
   }
-  versions_at_last_ = versions;
+  updates_at_last_ = updates_at_start;
   chain_ = ChainLink{CheckpointBase{written->sequence, written->manifest_digest},
                      incremental ? chain_->deltas + 1 : 0};
   // A table held whole here or by a delta is tracked from this cut on; one
@@ -426,6 +427,16 @@ void ShardCheckpointer::StartBackground() {
       options_.every_steps == 0) {
     return;
   }
+  if (options_.every_versions > 0) {
+    // The apply path wakes Loop once the shard applied every_versions
+    // updates since the last checkpoint began (steps_mu_ is a leaf).
+    store_->updates().SetWake([this] {
+      absl::MutexLock lock(&steps_mu_);
+      versions_due_ = true;
+    });
+    absl::MutexLock lock(&write_mu_);
+    store_->updates().Arm(updates_at_last_ + options_.every_versions);
+  }
   thread_ = std::thread([this] { Loop(); });
   if (options_.every_steps > 0) copier_ = std::thread([this] { CopierLoop(); });
 }
@@ -442,8 +453,9 @@ void ShardCheckpointer::CopierLoop() {
 }
 
 void ShardCheckpointer::Loop() {
-  // Wake often enough for the version trigger; the timer is measured from
-  // the last success (or from start).
+  // The version trigger also wakes it at once (UpdateTrigger); the poll
+  // catches what the wake does not (a failed write retried, step hooks of
+  // new tables). The timer is measured from the last success (or from start).
   const absl::Duration poll = absl::Milliseconds(200);
   absl::Time last = absl::Now();
   while (true) {
@@ -454,6 +466,7 @@ void ShardCheckpointer::Loop() {
       steps_mu_.AwaitWithTimeout(absl::Condition(this, &ShardCheckpointer::Woken), poll);
       if (stopping_) break;
       step_copied_ = false;
+      versions_due_ = false;
     }
     if (options_.every_steps > 0) {
       HookNewTables();
@@ -465,9 +478,9 @@ void ShardCheckpointer::Loop() {
       uint64_t at_last = 0;
       {
         absl::MutexLock lock(&write_mu_);
-        at_last = versions_at_last_;
+        at_last = updates_at_last_;
       }
-      due = TotalVersions() >= at_last + options_.every_versions;
+      due = store_->updates().total() >= at_last + options_.every_versions;
     }
     if (!due) continue;
     last = absl::Now();  // a failure waits a full interval before retrying

@@ -50,8 +50,18 @@
 // partition's shared lock (ExportChanges), as before.
 //
 // Checkpoints are taken when asked (TakeNow: an admin call, SIGTERM after
-// draining), and by a background thread every `interval` and/or when the
-// shard's tables together applied `every_versions` updates since the last.
+// draining), and by a background thread every `interval` and/or as soon as
+// the shard's tables together applied `every_versions` = N updates since
+// the last checkpoint began: each checkpoint arms the store's UpdateTrigger
+// at its start, and the apply path's Add that crosses it wakes the thread
+// (a relaxed atomic add per group of changes otherwise; the 200 ms poll
+// stays for retries and step hooks). As checkpoints are written one at a
+// time, the next begins once N updates passed since this one began or when
+// this one is written, whichever is later. The bound: a kill loses at most
+// max(N, W) + W updates (plus those applied while the thread wakes up),
+// W being the most updates applied while one checkpoint is written; N + W
+// while each write takes less time than N updates. Any checkpoint written
+// (timer, TakeNow, step cut) starts the count again; a failed one does not.
 // Failures are logged with their errno, counted, and leave the previous
 // checkpoint as it was; training goes on.
 //
@@ -210,7 +220,6 @@ class ShardCheckpointer {
   // Copies taken on the apply path when a step closed, by step then table.
   using StepCopies = std::map<uint64_t, std::map<std::string, PartitionCheckpoint>>;
 
-  uint64_t TotalVersions() const;
   // Drops StepCheckpoints' kept answer: the directory changed.
   void ForgetStepIndex() ABSL_LOCKS_EXCLUDED(step_index_mu_);
   void Loop();
@@ -253,13 +262,14 @@ class ShardCheckpointer {
       ABSL_GUARDED_BY(step_index_mu_);
   mutable absl::Mutex stats_mu_;
   CheckpointerStats stats_ ABSL_GUARDED_BY(stats_mu_);
-  uint64_t versions_at_last_ ABSL_GUARDED_BY(write_mu_) = 0;
+  // store_->updates().total() when the last checkpoint written began.
+  uint64_t updates_at_last_ ABSL_GUARDED_BY(write_mu_) = 0;
   std::optional<ChainLink> chain_ ABSL_GUARDED_BY(write_mu_);
   uint32_t cut_ ABSL_GUARDED_BY(write_mu_) = 0;
   std::map<std::string, TableTrack> tracks_ ABSL_GUARDED_BY(write_mu_);
-  // Loop waits for a step copied or the destructor.
+  // Loop waits for a step copied, the version trigger or the destructor.
   bool Woken() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(steps_mu_) {
-    return step_copied_ || stopping_;
+    return step_copied_ || versions_due_ || stopping_;
   }
   // The copier thread: copies step cuts as they come, apart from Loop's
   // writes, so a slow write does not leave the next cut to the apply path.
@@ -276,6 +286,7 @@ class ShardCheckpointer {
   std::map<std::string, std::shared_ptr<CutInCopy>> copying_
       ABSL_GUARDED_BY(steps_mu_);
   bool step_copied_ ABSL_GUARDED_BY(steps_mu_) = false;
+  bool versions_due_ ABSL_GUARDED_BY(steps_mu_) = false;  // UpdateTrigger's wake
   bool stopping_ ABSL_GUARDED_BY(steps_mu_) = false;
   std::map<std::string, std::weak_ptr<Partition>> hooked_;  // Loop only
   std::thread thread_;
