@@ -104,8 +104,8 @@ TEST_CASE("version-triggered checkpoints come every N versions, not every poll")
   // Checkpoint k+1 starts when N updates passed since k began, or when k's
   // write ends if that is later: its cut is at most max(N, the versions
   // applied while k was written) after k's, plus what the thread's wake-up
-  // lets by (allowed: 2 N more, for a loaded machine; the poll alone lets
-  // hundreds by).
+  // lets by (allowed: 4 N more, for a loaded machine or a sanitizer build;
+  // the poll alone lets hundreds by).
   uint64_t worst_gap = 0;
   uint64_t worst_write = 0;
   for (size_t k = 0; k + 1 < cut.size(); ++k) {
@@ -115,14 +115,14 @@ TEST_CASE("version-triggered checkpoints come every N versions, not every poll")
     worst_write = std::max(worst_write, during_write);
     INFO("checkpoint " << k << " at " << cut[k] << ", next at " << cut[k + 1]
                        << ", written by version " << seen_at[k]);
-    CHECK(gap <= std::max(kN, during_write) + 2 * kN);
+    CHECK(gap <= std::max(kN, during_write) + 4 * kN);
   }
   WARN("every " << kN << " versions: " << cut.size() << " checkpoints of " << version
                 << " versions; largest gap " << worst_gap
                 << ", most versions applied during one write " << worst_write);
   // So about every N in all (before the first and after the last: one gap
   // each at most); the poll alone would have written about 5 a second.
-  CHECK((cut.size() + 1) * (3 * kN + worst_write) >= version);
+  CHECK((cut.size() + 1) * (5 * kN + worst_write) >= version);
   std::filesystem::remove_all(dir);
 }
 
