@@ -33,8 +33,7 @@ class AsyncPolicy : public ConsistencyPolicy {
     return "nothing (async pulls never wait)";
   }
   uint64_t JoinClock(const PolicyState& state, uint32_t worker) const override {
-    auto it = state.clocks.find(worker);
-    return it == state.clocks.end() ? 0 : it->second;
+    return state.workers.ClockOf(worker);
   }
 };
 
@@ -45,18 +44,13 @@ class SspPolicy final : public AsyncPolicy {
  public:
   bool PullReady(const PolicyState& state, uint32_t,
                  uint64_t clock) const override {
-    const uint64_t min = state.MinLiveClock(-1);
+    const uint64_t min = state.workers.MinLive(-1);
     return min == std::numeric_limits<uint64_t>::max() ||
            clock <= min + state.consistency.staleness_bound;
   }
   std::string WaitingFor(const PolicyState& state, uint64_t clock) const override {
-    const uint64_t min = state.MinLiveClock(-1);
-    std::vector<uint32_t> slowest;
-    for (uint32_t w : state.live) {
-      auto it = state.clocks.find(w);
-      if ((it == state.clocks.end() ? 0 : it->second) == min) slowest.push_back(w);
-    }
-    std::sort(slowest.begin(), slowest.end());
+    const uint64_t min = state.workers.MinLive(-1);
+    const std::vector<uint32_t> slowest = state.workers.LiveAt(min);
     const uint64_t bound = state.consistency.staleness_bound;
     return absl::StrCat("a pull at clock ", clock,
                         " needs every live worker at >= ",
@@ -64,7 +58,7 @@ class SspPolicy final : public AsyncPolicy {
                         absl::StrJoin(slowest, ","), "] are at ", min);
   }
   uint64_t JoinClock(const PolicyState& state, uint32_t worker) const override {
-    const uint64_t min = state.MinLiveClock(worker);
+    const uint64_t min = state.workers.MinLive(worker);
     const uint64_t start = min == std::numeric_limits<uint64_t>::max() ? 0 : min;
     return std::max(start, AsyncPolicy::JoinClock(state, worker));
   }

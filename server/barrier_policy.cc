@@ -40,7 +40,7 @@ class BarrierPolicy final : public ConsistencyPolicy {
   absl::StatusOr<PushOutcome> Push(PolicyState& state, const PushArgs& args,
                                    PushOutcome stamp) const override {
     const uint32_t worker = args.origin.worker_id;
-    if (!state.live.contains(worker)) {
+    if (!state.workers.live().contains(worker)) {
       // The reason is structured (common/refusal.h): the client redoes the
       // push after registering on it, never on the message's words.
       return WithRefusal(
@@ -112,7 +112,7 @@ class BarrierPolicy final : public ConsistencyPolicy {
 
   std::string WaitingFor(const PolicyState& state, uint64_t) const override {
     std::vector<uint32_t> waiting;
-    for (uint32_t w : state.live) {
+    for (uint32_t w : state.workers.live()) {
       if (!state.arrivals.contains(w)) waiting.push_back(w);
     }
     std::sort(waiting.begin(), waiting.end());
@@ -169,9 +169,9 @@ class BarrierPolicy final : public ConsistencyPolicy {
     // so they catch up in one or two steps).
     uint64_t max_clock = 0;
     bool any = false;
-    for (uint32_t w : state.live) {
-      auto it = state.clocks.find(w);
-      if (it == state.clocks.end()) continue;
+    for (uint32_t w : state.workers.live()) {
+      auto it = state.workers.clocks().find(w);
+      if (it == state.workers.clocks().end()) continue;
       max_clock = std::max(max_clock, it->second);
       any = true;
     }
@@ -200,7 +200,7 @@ class BarrierPolicy final : public ConsistencyPolicy {
               ? DownweightKind::kInverse
               : state.staleness.downweight;
       const float share =
-          1.0f / static_cast<float>(std::max<size_t>(1, state.live.size()));
+          1.0f / static_cast<float>(std::max<size_t>(1, state.workers.live().size()));
       late_factor =
           share *
           DownweightFactor(kind, state.staleness.downweight_lambda, stamp.tau) *
@@ -244,10 +244,10 @@ class BarrierPolicy final : public ConsistencyPolicy {
     if (state.arrivals.empty()) return;
     if (state.ever_registered < state.consistency.num_workers) return;  // start-up gate
     size_t live_arrived = 0;
-    for (uint32_t w : state.live) live_arrived += state.arrivals.contains(w) ? 1 : 0;
+    for (uint32_t w : state.workers.live()) live_arrived += state.arrivals.contains(w) ? 1 : 0;
     // Workers awaited after a restore count as live that have not arrived
     // (they cannot push before registering again).
-    const size_t members = state.live.size() + state.awaited.size();
+    const size_t members = state.workers.live().size() + state.awaited.size();
     size_t needed = members;
     if (SemiSync(state)) {
       needed = static_cast<size_t>(std::ceil(
@@ -264,7 +264,7 @@ class BarrierPolicy final : public ConsistencyPolicy {
     // Missing workers in id order, so stand-ins are summed in the same order
     // on every run (the live set's iteration order is not deterministic).
     std::vector<uint32_t> missing;
-    for (uint32_t w : state.live) {
+    for (uint32_t w : state.workers.live()) {
       if (!state.arrivals.contains(w)) missing.push_back(w);
     }
     std::sort(missing.begin(), missing.end());

@@ -90,13 +90,12 @@ absl::Status ConsistencyController::AwaitPullReady(uint32_t worker,
   return absl::DeadlineExceededError(policy().WaitingFor(state_, clock));
 }
 
-void ConsistencyController::SetLiveWorkers(const std::vector<uint32_t>& live,
-                                           size_t ever_registered,
-                                           const std::vector<uint32_t>& awaited) {
+void ConsistencyController::SetLiveWorkers(const MembershipView& view) {
   absl::MutexLock lock(&mu_);
-  state_.live = absl::flat_hash_set<uint32_t>(live.begin(), live.end());
-  state_.awaited = absl::flat_hash_set<uint32_t>(awaited.begin(), awaited.end());
-  state_.ever_registered = ever_registered;
+  state_.workers.SetLive(view.live);
+  state_.awaited =
+      absl::flat_hash_set<uint32_t>(view.awaited.begin(), view.awaited.end());
+  state_.ever_registered = view.ever_registered;
   policy().OnMembership(state_);
 }
 
@@ -108,9 +107,7 @@ std::vector<uint32_t> ConsistencyController::KnownWorkers() const {
 uint64_t ConsistencyController::JoinClock(uint32_t worker) {
   absl::MutexLock lock(&mu_);
   const uint64_t start = policy().JoinClock(state_, worker);
-  uint64_t& c = state_.clocks[worker];
-  c = std::max(c, start);
-  return c;
+  return state_.workers.Raise(worker, start);
 }
 
 void ConsistencyController::Tick() {
@@ -143,7 +140,7 @@ absl::Status ConsistencyController::SetConfig(
 TableStats ConsistencyController::Stats() const {
   absl::ReaderMutexLock lock(&mu_);
   TableStats stats = state_.stats;
-  for (const auto& [w, c] : state_.clocks) stats.workers[w].clock = c;
+  for (const auto& [w, c] : state_.workers.clocks()) stats.workers[w].clock = c;
   return stats;
 }
 
@@ -154,7 +151,8 @@ PolicySnapshot ConsistencyController::Export() const {
   snapshot.staleness = state_.staleness;
   snapshot.version = state_.version;
   snapshot.open_step = state_.open_step;
-  snapshot.clocks.insert(state_.clocks.begin(), state_.clocks.end());
+  snapshot.clocks.insert(state_.workers.clocks().begin(),
+                         state_.workers.clocks().end());
   snapshot.arrivals.assign(state_.arrivals.begin(), state_.arrivals.end());
   std::sort(snapshot.arrivals.begin(), snapshot.arrivals.end());
   snapshot.contributed = state_.contributed;
@@ -190,8 +188,7 @@ absl::Status ConsistencyController::Import(const PolicySnapshot& snapshot) {
   state_.staleness = snapshot.staleness;
   state_.version = snapshot.version;
   state_.open_step = snapshot.open_step;
-  state_.clocks.clear();
-  state_.clocks.insert(snapshot.clocks.begin(), snapshot.clocks.end());
+  state_.workers.ReplaceClocks(snapshot.clocks);
   state_.arrivals = absl::flat_hash_set<uint32_t>(snapshot.arrivals.begin(),
                                                   snapshot.arrivals.end());
   state_.contributed = snapshot.contributed;

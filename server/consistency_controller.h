@@ -32,6 +32,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "server/consistency_policy.h"
+#include "server/membership_view.h"
 #include "server/policy_state.h"
 #include "server/push_types.h"
 #include "server/table.h"
@@ -92,11 +93,9 @@ class ConsistencyController {
                               absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Membership changed: the live workers now, how many ever registered, and
-  // those awaited after a restore (Membership::AwaitReturning). May close a
-  // step that was waiting only for workers now dead.
-  void SetLiveWorkers(const std::vector<uint32_t>& live, size_t ever_registered,
-                      const std::vector<uint32_t>& awaited = {})
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // those awaited after a restore (Membership::AwaitReturning), as one view.
+  // May close a step that was waiting only for workers now dead.
+  void SetLiveWorkers(const MembershipView& view) ABSL_LOCKS_EXCLUDED(mu_);
   // Every worker the clocks know, in id order (after a restore: the ones the
   // checkpoint knew).
   std::vector<uint32_t> KnownWorkers() const ABSL_LOCKS_EXCLUDED(mu_);

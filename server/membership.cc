@@ -138,24 +138,19 @@ bool Membership::IsLive(uint32_t worker) const {
   return it != workers_.end() && it->second.live;
 }
 
-std::vector<uint32_t> Membership::LiveWorkers() const {
-  std::vector<uint32_t> live;
-  absl::MutexLock lock(&mu_);
-  for (const auto& [id, w] : workers_) {
-    if (w.live) live.push_back(id);
+MembershipView Membership::View() const {
+  MembershipView view;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, w] : workers_) {
+      if (w.live) view.live.push_back(id);
+      if (w.awaited) view.awaited.push_back(id);
+      view.ever_registered += w.registered ? 1 : 0;
+    }
   }
-  std::sort(live.begin(), live.end());
-  return live;
-}
-
-std::vector<uint32_t> Membership::AwaitedWorkers() const {
-  std::vector<uint32_t> awaited;
-  absl::MutexLock lock(&mu_);
-  for (const auto& [id, w] : workers_) {
-    if (w.awaited) awaited.push_back(id);
-  }
-  std::sort(awaited.begin(), awaited.end());
-  return awaited;
+  std::sort(view.live.begin(), view.live.end());
+  std::sort(view.awaited.begin(), view.awaited.end());
+  return view;
 }
 
 std::vector<WorkerStatus> Membership::Workers() const {
@@ -167,13 +162,6 @@ std::vector<WorkerStatus> Membership::Workers() const {
               return a.worker_id < b.worker_id;
             });
   return all;
-}
-
-size_t Membership::ever_registered() const {
-  absl::MutexLock lock(&mu_);
-  size_t registered = 0;
-  for (const auto& [id, w] : workers_) registered += w.registered ? 1 : 0;
-  return registered;
 }
 
 uint64_t Membership::lease_expirations() const {

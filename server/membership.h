@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "server/membership_view.h"
 
 namespace taups {
 
@@ -79,13 +80,12 @@ class Membership {
   std::vector<uint32_t> Expire() ABSL_LOCKS_EXCLUDED(mu_);
 
   bool IsLive(uint32_t worker) const ABSL_LOCKS_EXCLUDED(mu_);
-  std::vector<uint32_t> LiveWorkers() const ABSL_LOCKS_EXCLUDED(mu_);
-  std::vector<uint32_t> AwaitedWorkers() const ABSL_LOCKS_EXCLUDED(mu_);
-  std::vector<WorkerStatus> Workers() const ABSL_LOCKS_EXCLUDED(mu_);
-  // Workers that registered with this process at least once (awaited ones
-  // do not count until they do, so a barrier's start-up gate holds after a
+  // The live and awaited workers and how many ever registered, all read
+  // under one acquisition of the lock (awaited ones do not count as
+  // registered until they do, so a barrier's start-up gate holds after a
   // restore as on a first start).
-  size_t ever_registered() const ABSL_LOCKS_EXCLUDED(mu_);
+  MembershipView View() const ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<WorkerStatus> Workers() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t lease_expirations() const ABSL_LOCKS_EXCLUDED(mu_);
   absl::Duration default_lease() const { return default_lease_; }
   absl::Duration max_lease() const { return max_lease_; }

@@ -102,9 +102,7 @@ absl::StatusOr<TableInfo> ParameterStore::CreateTable(const TableConfig& request
     partition_limits.updates = &updates_;
     entry->partition = std::make_shared<Partition>(std::move(table), clock_,
                                                    partition_limits);
-    entry->partition->SetLiveWorkers(membership_.LiveWorkers(),
-                                     membership_.ever_registered(),
-                                     membership_.AwaitedWorkers());
+    entry->partition->SetLiveWorkers(membership_.View());
     tables_.emplace(config.name, entry);
   }
   *created = true;
@@ -575,11 +573,9 @@ absl::StatusOr<PushOutcome> ParameterStore::PushSparse(
 }
 
 void ParameterStore::PublishMembership() {
-  const std::vector<uint32_t> live = membership_.LiveWorkers();
-  const std::vector<uint32_t> awaited = membership_.AwaitedWorkers();
-  const size_t ever = membership_.ever_registered();
+  const MembershipView view = membership_.View();
   for (const auto& entry : Entries()) {
-    entry->partition->SetLiveWorkers(live, ever, awaited);
+    entry->partition->SetLiveWorkers(view);
   }
 }
 

@@ -308,10 +308,8 @@ void Partition::ExpireParked() {
   PullWaiters::RunAll(woken);
 }
 
-void Partition::SetLiveWorkers(const std::vector<uint32_t>& live,
-                               size_t ever_registered,
-                               const std::vector<uint32_t>& awaited) {
-  Apply([&] { controller_.SetLiveWorkers(live, ever_registered, awaited); });
+void Partition::SetLiveWorkers(const MembershipView& view) {
+  Apply([&] { controller_.SetLiveWorkers(view); });
 }
 
 uint64_t Partition::JoinClock(uint32_t worker) {

@@ -44,6 +44,7 @@
 #include "common/clock.h"
 #include "server/consistency_controller.h"
 #include "server/dedup_window.h"
+#include "server/membership_view.h"
 #include "server/memory_budget.h"
 #include "server/pull_waiters.h"
 #include "server/push_types.h"
@@ -167,8 +168,7 @@ class Partition {
   size_t parked_pulls() const { return waiters_->size(); }
 
   // Membership, time and admin changes, each on the apply path.
-  void SetLiveWorkers(const std::vector<uint32_t>& live, size_t ever_registered,
-                      const std::vector<uint32_t>& awaited = {});
+  void SetLiveWorkers(const MembershipView& view);
   // The workers this part's clocks know (ConsistencyController::KnownWorkers).
   std::vector<uint32_t> KnownWorkers() const { return controller_.KnownWorkers(); }
   uint64_t JoinClock(uint32_t worker);

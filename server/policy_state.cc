@@ -19,27 +19,16 @@ PolicyState::PolicyState(Table* table, const Clock* clock)
       step_opened(clock->Now()),
       step_sum(table->NewBuffer()) {}
 
-uint64_t PolicyState::MinLiveClock(int64_t excluding) const {
-  uint64_t min = std::numeric_limits<uint64_t>::max();
-  for (uint32_t w : live) {
-    if (static_cast<int64_t>(w) == excluding) continue;
-    auto it = clocks.find(w);
-    min = std::min(min, it == clocks.end() ? 0 : it->second);
-  }
-  return min;
-}
-
 std::vector<uint32_t> PolicyState::KnownWorkers() const {
   std::vector<uint32_t> known;
-  known.reserve(clocks.size());
-  for (const auto& [w, c] : clocks) known.push_back(w);
+  known.reserve(workers.clocks().size());
+  for (const auto& [w, c] : workers.clocks()) known.push_back(w);
   std::sort(known.begin(), known.end());
   return known;
 }
 
 void PolicyState::AdvanceClock(uint32_t worker, uint64_t pushed_for_step) {
-  uint64_t& c = clocks[worker];
-  c = std::max(c, pushed_for_step + 1);
+  workers.Raise(worker, pushed_for_step + 1);
 }
 
 void PolicyState::Record(const PushArgs& args, const PushOutcome& stamp) {

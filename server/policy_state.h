@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/clock.h"
+#include "server/live_clocks.h"
 #include "server/push_types.h"
 #include "server/table.h"
 #include "server/table_stats.h"
@@ -47,14 +48,13 @@ struct PolicyState {
   uint64_t version = 0;  // updates applied
   TableStats stats;
 
-  // Membership, as last published by the shard.
-  absl::flat_hash_set<uint32_t> live;
+  // Which workers are live, as last published by the shard, and the worker
+  // clocks (steps completed), for SSP and for rejoining workers.
+  LiveClocks workers;
   // Workers the restored tables knew that have not registered again yet
   // (Membership::AwaitReturning): barriers wait for them as for live ones.
   absl::flat_hash_set<uint32_t> awaited;
   size_t ever_registered = 0;
-  // Worker clocks (steps completed), for SSP and for rejoining workers.
-  absl::flat_hash_map<uint32_t, uint64_t> clocks;
 
   // The step being gathered (sync / semi_sync).
   uint64_t open_step = 0;
@@ -71,9 +71,6 @@ struct PolicyState {
   BufferMap last;
 
   const std::string& name() const { return table->config().name; }
-  // The smallest clock of a live worker other than `excluding` (-1: none
-  // excluded); UINT64_MAX when there is none.
-  uint64_t MinLiveClock(int64_t excluding) const;
   // The workers known to the clocks (every one that ever joined, or was
   // restored with them), in id order.
   std::vector<uint32_t> KnownWorkers() const;

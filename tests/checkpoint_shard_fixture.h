@@ -68,7 +68,7 @@ class CheckpointShard {
     sync.consistency.num_workers = 2;
     REQUIRE(sync.Validate().ok());
     partitions_.push_back(NewPartition(sync, Range{0, 64}));
-    partitions_[2]->SetLiveWorkers({0, 1}, 2);
+    partitions_[2]->SetLiveWorkers(MembershipView{{0, 1}, {}, 2});
   }
 
   // More training: async pushes to the dense and sparse tables, one full

@@ -163,7 +163,7 @@ TEST_CASE("round trip: a shard's partitions load and restore to equal snapshots"
   // so the restored shard learns it again).
   Partition& sync_original = *shard.partitions()[2];
   Partition& sync_restored = *restored_partitions[2];
-  sync_restored.SetLiveWorkers({0, 1}, 2);
+  sync_restored.SetLiveWorkers(MembershipView{{0, 1}, {}, 2});
   const std::vector<float> g(64, 0.25f);
   PushSlice step;
   step.origin = PushOrigin{1, 501, 1000};

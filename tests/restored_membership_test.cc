@@ -28,15 +28,15 @@ TEST_CASE("awaited workers are not live, end their wait by registering or by the
   Membership members(&clock, kLease);
   members.Register(7, 70, absl::ZeroDuration());
   members.AwaitReturning({3, 5, 7}, absl::Seconds(10));
-  CHECK(members.AwaitedWorkers() == std::vector<uint32_t>{3, 5});  // 7 was known
-  CHECK(members.LiveWorkers() == std::vector<uint32_t>{7});
+  CHECK(members.View().awaited == std::vector<uint32_t>{3, 5});  // 7 was known
+  CHECK(members.View().live == std::vector<uint32_t>{7});
   CHECK_FALSE(members.Heartbeat(3, 0));  // must register again
-  CHECK(members.ever_registered() == 1);  // awaited ones have not, here
+  CHECK(members.View().ever_registered == 1);  // awaited ones have not, here
 
   members.Register(3, 30, absl::ZeroDuration());
-  CHECK(members.AwaitedWorkers() == std::vector<uint32_t>{5});
-  CHECK(members.LiveWorkers() == std::vector<uint32_t>{3, 7});
-  CHECK(members.ever_registered() == 2);
+  CHECK(members.View().awaited == std::vector<uint32_t>{5});
+  CHECK(members.View().live == std::vector<uint32_t>{3, 7});
+  CHECK(members.View().ever_registered == 2);
 
   clock.Advance(absl::Seconds(9));
   members.Heartbeat(3, 30);
@@ -44,8 +44,8 @@ TEST_CASE("awaited workers are not live, end their wait by registering or by the
   CHECK(members.Expire().empty());
   clock.Advance(absl::Seconds(2));  // 11 s: past 5's grace, not the leases
   CHECK(members.Expire() == std::vector<uint32_t>{5});
-  CHECK(members.AwaitedWorkers().empty());
-  CHECK(members.LiveWorkers() == std::vector<uint32_t>{3, 7});
+  CHECK(members.View().awaited.empty());
+  CHECK(members.View().live == std::vector<uint32_t>{3, 7});
   CHECK(members.lease_expirations() == 0);  // an end of waiting, not a death
 }
 
