@@ -128,7 +128,11 @@ void RunWorker(const LoadConfig& config, uint32_t worker_id, Gate& connected,
   const size_t floats = config.table_bytes / sizeof(float);
   std::vector<float> values(floats, 0.0f);
   const std::vector<float> gradient(floats, 1e-6f);
-  const bool sync = config.kind == ConsistencyKind::kSync;
+  // Steps past the deadline's first witness that every worker runs to (see
+  // below); 0: each stops where it is.
+  int64_t drain = 0;
+  if (config.kind == ConsistencyKind::kSync) drain = 2;
+  if (config.kind == ConsistencyKind::kSsp) drain = config.staleness_bound + 2;
   log.started = Clock::now();
   while (log.steps < last_step.load()) {
     if (Clock::now() >= deadline) {
@@ -137,9 +141,12 @@ void RunWorker(const LoadConfig& config, uint32_t worker_id, Gate& connected,
       // another may have pushed c + 1 and begun c + 2 (its pull waits for
       // this worker's push of c + 1), but none can push c + 2 before this
       // one pushes c + 1, so every worker reaches c + 2 and none passes it.
-      if (!sync) break;
+      // Under ssp(s) no worker is more than s + 1 steps past the slowest, so
+      // c + s + 2 is passed by none and reachable by all (a worker stopping
+      // early would leave the others' pulls waiting for it).
+      if (drain == 0) break;
       int64_t none = std::numeric_limits<int64_t>::max();
-      last_step.compare_exchange_strong(none, log.steps + 2);
+      last_step.compare_exchange_strong(none, log.steps + drain);
       if (log.steps >= last_step.load()) break;
     }
     Clock::time_point start = Clock::now();
@@ -181,6 +188,9 @@ absl::StatusOr<LoadResult> RunLoad(const LoadConfig& config) {
   table.consistency.kind = config.kind;
   if (config.kind != ConsistencyKind::kAsync) {
     table.consistency.num_workers = static_cast<uint32_t>(config.workers);
+  }
+  if (config.kind == ConsistencyKind::kSsp) {
+    table.consistency.staleness_bound = config.staleness_bound;
   }
   RETURN_IF_ERROR(admin->CreateTable(table));
 

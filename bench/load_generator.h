@@ -23,6 +23,7 @@ struct LoadConfig {
   std::string server_address;   // the one shard
   const ServerProcess* server = nullptr;  // for /proc figures; may be null
   ConsistencyKind kind = ConsistencyKind::kAsync;
+  uint32_t staleness_bound = 2;  // ssp: s
   int workers = 4;
   size_t table_bytes = 64 << 10;  // float32 payload of each pull and push
   absl::Duration duration = absl::Seconds(3);
@@ -67,7 +68,8 @@ struct LoadResult {
 
 // Creates the table, connects the workers (all registered before any
 // starts), runs them for `duration` (under sync, until every worker has
-// finished the same step), reads the shard's stats and lets them leave.
+// finished the same step; under ssp, until every worker has reached the
+// same step), reads the shard's stats and lets them leave.
 absl::StatusOr<LoadResult> RunLoad(const LoadConfig& config);
 
 }  // namespace taups::bench

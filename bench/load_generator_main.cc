@@ -1,6 +1,6 @@
 // load_generator: one real ps_server shard driven by W concurrent workers,
 // each a tauPS client with its own worker id, registration and gRPC channel,
-// under async and sync. A benchmark; --short is CI's smoke test of it.
+// under async, sync or ssp. A benchmark; --short is CI's smoke test of it.
 //
 //   load_generator                         # W = 4,16,64,256, async and sync
 //   load_generator --format=markdown       # the table for docs/BENCHMARKS.md
@@ -37,7 +37,9 @@ ABSL_FLAG(std::vector<std::string>, workers,
           "Worker counts to run, each against a fresh table.");
 ABSL_FLAG(std::vector<std::string>, modes,
           std::vector<std::string>({"async", "sync"}),
-          "Consistency models to run: async, sync.");
+          "Consistency models to run: async, sync, ssp (bounded staleness, "
+          "s = --ssp_bound).");
+ABSL_FLAG(uint32_t, ssp_bound, 2, "ssp: the staleness bound s.");
 ABSL_FLAG(double, seconds, 3.0, "How long each (mode, W) runs.");
 ABSL_FLAG(int32_t, rounds, 1,
           "Times the whole sweep runs; even rounds run the worker counts in "
@@ -64,6 +66,7 @@ namespace taups::bench {
 namespace {
 
 std::string KindName(ConsistencyKind kind) {
+  if (kind == ConsistencyKind::kSsp) return "ssp";
   return kind == ConsistencyKind::kSync ? "sync" : "async";
 }
 
@@ -87,9 +90,11 @@ absl::StatusOr<std::vector<ConsistencyKind>> Modes() {
       modes.push_back(ConsistencyKind::kAsync);
     } else if (name == "sync") {
       modes.push_back(ConsistencyKind::kSync);
+    } else if (name == "ssp") {
+      modes.push_back(ConsistencyKind::kSsp);
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat("--modes: '", name, "' is neither async nor sync"));
+          absl::StrCat("--modes: '", name, "' is not async, sync or ssp"));
     }
   }
   return modes;
@@ -195,6 +200,7 @@ absl::Status Run() {
         config.server_address = server->address();
         config.server = server.get();
         config.kind = kind;
+        config.staleness_bound = absl::GetFlag(FLAGS_ssp_bound);
         config.workers = w;
         config.table_bytes = table_bytes;
         config.duration = absl::Seconds(seconds);
@@ -253,9 +259,9 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   taups::SetUsage(
-      "Drives one ps_server shard with W concurrent workers (async and "
-      "sync) and reports throughput, latency, server threads and memory.\n"
-      "  load_generator [--workers=4,16,64,256] [--modes=async,sync] "
+      "Drives one ps_server shard with W concurrent workers (async, sync "
+      "or ssp) and reports throughput, latency, server threads and memory.\n"
+      "  load_generator [--workers=4,16,64,256] [--modes=async,sync,ssp] "
       "[--short] [--format=markdown]");
   absl::ParseCommandLine(argc, argv);
   if (absl::GetFlag(FLAGS_short)) taups::bench::ApplyShort(argc, argv);
