@@ -72,6 +72,36 @@ absl::StatusOr<LoadedCheckpoint> ShardCheckpointer::LoadStep(uint64_t step) {
                                           step, " in ", files_->dir()));
 }
 
+absl::StatusOr<uint64_t> ShardCheckpointer::StepFileBytes(uint64_t step) {
+  absl::MutexLock lock(&write_mu_);
+  ASSIGN_OR_RETURN(std::vector<uint64_t> sequences, files_->List());
+  for (auto it = sequences.rbegin(); it != sequences.rend(); ++it) {
+    ASSIGN_OR_RETURN(CheckpointManifest manifest, ManifestOf(*files_, *it));
+    if (manifest.header.sync_step != step) continue;
+    uint64_t bytes = 0;
+    uint64_t sequence = *it;
+    // The chain back to its full checkpoint (bounded: a cycle is damage).
+    for (size_t links = 0;; ++links) {
+      ASSIGN_OR_RETURN(const uint64_t manifest_bytes,
+                       files_->fs()->FileSize(files_->PathOf(sequence) + "/" +
+                                              kManifestName));
+      bytes += manifest_bytes;
+      for (const ManifestFile& file : manifest.files) bytes += file.size;
+      if (!manifest.base.has_value()) return bytes;
+      if (links > sequences.size()) {
+        return absl::DataLossError(absl::StrCat(
+            "checkpoint ", files_->PathOf(*it), " of step ", step,
+            " follows a chain that does not end in a full checkpoint"));
+      }
+      sequence = manifest.base->sequence;
+      ASSIGN_OR_RETURN(manifest, ManifestOf(*files_, sequence));
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("shard ", store_->shard_index(),
+                                          " holds no complete checkpoint of step ",
+                                          step, " in ", files_->dir()));
+}
+
 absl::Status ShardCheckpointer::RestoreInPlace(
     absl::FunctionRef<absl::StatusOr<uint64_t>()> restore) {
   absl::MutexLock lock(&write_mu_);

@@ -23,6 +23,8 @@ const char* BudgetUseName(BudgetUse use) {
       return "worker_state";
     case BudgetUse::kStaged:
       return "staged";
+    case BudgetUse::kRollback:
+      return "rollback";
   }
   return "unknown";
 }

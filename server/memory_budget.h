@@ -19,6 +19,9 @@
 //                 table
 //   kStaged       slices of multi-slice pushes waiting for their other
 //                 slices (StagedPushes), while they wait
+//   kRollback     an admin Rollback's loaded checkpoint and the undo copies
+//                 of the parts it restores, from before the checkpoint is
+//                 read until the call returns (ShardCalls::Rollback)
 //
 // Thread-safe and lock-free: the counters are atomics, TryReserve is a
 // compare-and-swap loop on the total.
@@ -31,9 +34,9 @@
 
 namespace taups {
 
-enum class BudgetUse { kTables = 0, kWorkerState = 1, kStaged = 2 };
-inline constexpr int kBudgetUses = 3;
-// "tables", "worker_state", "staged"
+enum class BudgetUse { kTables = 0, kWorkerState = 1, kStaged = 2, kRollback = 3 };
+inline constexpr int kBudgetUses = 4;
+// "tables", "worker_state", "staged", "rollback"
 const char* BudgetUseName(BudgetUse use);
 
 class MemoryBudget {

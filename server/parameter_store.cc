@@ -25,7 +25,8 @@ ParameterStore::ParameterStore(uint32_t shard_index, uint32_t num_shards,
       drains_(shard_index),
       budget_(limits.memory_budget_bytes,
               {TablesShareOf(limits.memory_budget_bytes),
-               limits.memory_budget_bytes, limits.memory_budget_bytes}),
+               limits.memory_budget_bytes, limits.memory_budget_bytes,
+               limits.memory_budget_bytes}),
       waiting_(limits.max_waiting_per_worker, limits.max_waiting_calls) {}
 
 uint64_t ParameterStore::reserved_bytes() const {
@@ -38,6 +39,7 @@ ResourceStats ParameterStore::Resources() const {
   r.table_bytes = budget_.used(BudgetUse::kTables);
   r.worker_state_bytes = budget_.used(BudgetUse::kWorkerState);
   r.staged_bytes = budget_.used(BudgetUse::kStaged);
+  r.rollback_bytes = budget_.used(BudgetUse::kRollback);
   r.budget_refusals = budget_.refusals();
   const WaitingCalls::Counts waiting = waiting_.counts();
   r.waiting_calls = waiting.waiting;

@@ -115,6 +115,7 @@ struct ResourceStats {
   uint64_t table_bytes = 0;         // charged by tables
   uint64_t worker_state_bytes = 0;  // charged by per-worker state
   uint64_t staged_bytes = 0;        // charged by staged push slices
+  uint64_t rollback_bytes = 0;      // held by a Rollback while it runs
   uint64_t budget_refusals = 0;     // charges the budget refused
   uint64_t waiting_calls = 0;       // pulls waiting for their policy now
   uint64_t waiting_refused_per_worker = 0;
@@ -175,6 +176,12 @@ class ParameterStore {
   // finish on it; later ones, and pulls still waiting on it when they wake,
   // see NOT_FOUND. The name may be created again at once.
   absl::StatusOr<uint64_t> DropTable(absl::string_view name);
+  // Admin: charges the `bytes` a rollback to sync step `step` will hold (its
+  // loaded checkpoint and the undo copies of the parts it restores) to the
+  // budget as BudgetUse::kRollback, for as long as the Reservation lives.
+  // RESOURCE_EXHAUSTED naming the bytes needed and the bytes the budget has
+  // left when they do not fit; nothing is taken then.
+  absl::StatusOr<Reservation> ReserveRollback(uint64_t step, uint64_t bytes);
   absl::StatusOr<TableInfo> GetTable(absl::string_view name) const;
   // What a request needs to size its buffers: cheaper than GetTable (no
   // stripe locks, no counters).

@@ -2,6 +2,7 @@
 // now, or drained after the step they are in.
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/limits.h"
 #include "server/parameter_store.h"
 
 namespace taups {
@@ -46,6 +47,20 @@ absl::StatusOr<ParameterStore::Eviction> ParameterStore::EvictWorker(
   if (!out.empty()) PublishMembership();
   result.draining_tables = drains_.TablesOf(worker);
   return result;
+}
+
+absl::StatusOr<Reservation> ParameterStore::ReserveRollback(uint64_t step,
+                                                           uint64_t bytes) {
+  Reservation held(&budget_, BudgetUse::kRollback, bytes);
+  if (!held.ok()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "shard ", shard_index_, ": rolling back to step ", step, " needs ", bytes,
+        " bytes (", HumanBytes(bytes), ") of the memory budget for the loaded "
+        "checkpoint and the undo copies, but only ", budget_.available(),
+        " bytes (", HumanBytes(budget_.available()), ") of ", budget_.limit(),
+        " are left (--memory_budget_mb); nothing rolled back"));
+  }
+  return held;
 }
 
 }  // namespace taups

@@ -192,6 +192,11 @@ class ShardCheckpointer {
   absl::StatusOr<std::map<uint64_t, uint64_t>> StepCheckpoints()
       ABSL_LOCKS_EXCLUDED(step_index_mu_);
   absl::StatusOr<LoadedCheckpoint> LoadStep(uint64_t step) ABSL_LOCKS_EXCLUDED(write_mu_);
+  // StepFileBytes: the bytes of the files LoadStep(step) would read now (the
+  // newest checkpoint of `step` and the ones its chain follows), from their
+  // manifests alone, so a rollback can charge its memory before loading;
+  // NOT_FOUND as LoadStep.
+  absl::StatusOr<uint64_t> StepFileBytes(uint64_t step) ABSL_LOCKS_EXCLUDED(write_mu_);
   absl::Status RestoreInPlace(absl::FunctionRef<absl::StatusOr<uint64_t>()> restore)
       ABSL_LOCKS_EXCLUDED(write_mu_);
   CheckpointerStats stats() const ABSL_LOCKS_EXCLUDED(stats_mu_);

@@ -52,7 +52,20 @@ absl::Status ShardCalls::Rollback(const v1::RollbackRequest& request,
   absl::MutexLock one(&rollback_mu_);
   const absl::Time start = absl::Now();
   const uint64_t step = request.step();
+  // What the call holds until it returns, charged before anything is read:
+  // the loaded checkpoint, and an undo copy of each part it restores (the
+  // parts have the checkpoint's shapes, so each copy is about its size).
+  ASSIGN_OR_RETURN(const uint64_t file_bytes, life_.checkpointer->StepFileBytes(step));
+  // Both are given back when the call returns, whichever way.
+  ASSIGN_OR_RETURN(const Reservation held,
+                   store_->ReserveRollback(step, 2 * file_bytes));
   ASSIGN_OR_RETURN(LoadedCheckpoint loaded, life_.checkpointer->LoadStep(step));
+  Reservation more;
+  if (loaded.bytes > file_bytes) {
+    // A bigger checkpoint of the step was written meanwhile: charge the rest.
+    ASSIGN_OR_RETURN(more, store_->ReserveRollback(
+                               step, 2 * (loaded.bytes - file_bytes)));
+  }
   RETURN_IF_ERROR(CheckFitsTables(*store_, loaded));
 
   std::vector<TableRolledBack> tables;
