@@ -15,11 +15,14 @@ std::vector<char*> StartToolOrExit(int argc, char** argv, const ToolStart& tool)
   LogOptions log;
   log.tag = tool.name;
   log.level = tool.log_level;
+  if (tool.daemon_log) log = tool.daemon_log();
   absl::Status flags = SetUpLogging(log);
   RouteGrpcLogsToSpdlog();
   if (flags.ok()) flags = CheckNumericFlags(tool.ranges);
-  if (!flags.ok()) std::exit(ToolFailure(tool.name, flags.message(), kExitBadFlags));
-  return args;
+  if (flags.ok()) return args;
+  if (!tool.daemon_log) std::exit(ToolFailure(tool.name, flags.message(), kExitBadFlags));
+  LogFailure(flags.message());
+  std::exit(kExitBadFlags);
 }
 
 int ToolFailure(absl::string_view name, absl::string_view message,

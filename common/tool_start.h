@@ -1,6 +1,7 @@
-// The start of a tauPS command-line tool (ps_admin, ps_health_probe): the
-// steps every such main takes before its own work, in one place so each
-// tool only names itself, its usage and its numeric flags.
+// The start of a tauPS program (ps_admin, ps_health_probe, and the daemons
+// ps_server and ps_worker): the steps every such main takes before its own
+// work, in one place so each only names itself, its usage and its numeric
+// flags.
 //
 // StartToolOrExit, in order:
 //   1. ParseCommandLineOrExit (command_line.h): --help lists the tool's own
@@ -9,18 +10,20 @@
 //      print results on stdout; log lines go to stderr);
 //   3. gRPC's own log lines through spdlog (grpc_logging.h);
 //   4. CheckNumericFlags(ranges).
-// A refusal in 2 or 4 prints "<name>: <why>" on stderr and exits
-// kExitBadFlags (2). Call once at the start of main, before any other
-// thread exists.
+// A refusal in 2 or 4 prints "<name>: <why>" on stderr (a daemon: logs it,
+// see ToolStart::daemon_log) and exits kExitBadFlags (2). Call once at the
+// start of main, before any other thread exists.
 #ifndef TAUPS_COMMON_TOOL_START_H_
 #define TAUPS_COMMON_TOOL_START_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "common/flag_checks.h"
+#include "common/logging.h"
 
 namespace taups {
 
@@ -29,6 +32,12 @@ struct ToolStart {
   std::string usage;               // first part of --help
   std::vector<FlagRange> ranges;   // the tool's numeric flags
   std::string log_level = "warn";  // see ParseLogLevel (logging.h)
+  // Daemons (ps_server, ps_worker), whose stderr is their log: when set,
+  // step 2 uses what this answers once the flags are parsed (a tag naming
+  // the shard or worker, the --log_level flag) instead of `name` and
+  // `log_level`, and a refusal is logged as an error line (LogFailure)
+  // rather than printed as "<name>: <why>".
+  std::function<LogOptions()> daemon_log = nullptr;
 };
 
 // Steps 1-4 above. Returns the positional arguments, argv[0] first.

@@ -39,7 +39,6 @@ ResourceStats ParameterStore::Resources() const {
   r.table_bytes = budget_.used(BudgetUse::kTables);
   r.worker_state_bytes = budget_.used(BudgetUse::kWorkerState);
   r.staged_bytes = budget_.used(BudgetUse::kStaged);
-  r.rollback_bytes = budget_.used(BudgetUse::kRollback);
   r.budget_refusals = budget_.refusals();
   const WaitingCalls::Counts waiting = waiting_.counts();
   r.waiting_calls = waiting.waiting;

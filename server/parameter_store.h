@@ -115,7 +115,6 @@ struct ResourceStats {
   uint64_t table_bytes = 0;         // charged by tables
   uint64_t worker_state_bytes = 0;  // charged by per-worker state
   uint64_t staged_bytes = 0;        // charged by staged push slices
-  uint64_t rollback_bytes = 0;      // held by a Rollback while it runs
   uint64_t budget_refusals = 0;     // charges the budget refused
   uint64_t waiting_calls = 0;       // pulls waiting for their policy now
   uint64_t waiting_refused_per_worker = 0;

@@ -21,6 +21,7 @@
 #include "common/malloc_tuning.h"
 #include "common/port_file.h"
 #include "common/process_flags.h"
+#include "common/tool_start.h"
 #include "common/transport_security.h"
 #include "server/apply_pool.h"
 #include "server/cluster_config.h"
@@ -306,23 +307,23 @@ absl::StatusOr<taups::ServerSecurity> SecurityFromFlags() {
 int main(int argc, char** argv) {
   taups::KeepLargeBuffersMapped();
   taups::SkipLockOrderChecks();
-  taups::ParseCommandLineOrExit(
-      argc, argv, "ps_server",
-      "ps_server: one shard of a tauPS parameter server.\n"
-      "  ps_server --shard_index=0 --num_shards=2 --port=7000\n"
-      "  ps_server --cluster_file=cluster.txt --shard_index=1\n"
-      "Stops cleanly on SIGTERM or SIGINT. Exit status 2 for a flag out of\n"
-      "range, 1 for other failures.",
-      kFlagRanges);
-  taups::LogOptions log;
-  log.tag = absl::StrCat("ps_server[shard ", absl::GetFlag(FLAGS_shard_index),
-                         "]");
-  log.level = absl::GetFlag(FLAGS_log_level);
-  if (absl::Status s = taups::SetUpLogging(log); !s.ok()) return FailFlags(s);
-  taups::RouteGrpcLogsToSpdlog();
-  if (absl::Status s = taups::CheckNumericFlags(kFlagRanges); !s.ok()) {
-    return FailFlags(s);
-  }
+  taups::StartToolOrExit(
+      argc, argv,
+      {.name = "ps_server",
+       .usage =
+           "ps_server: one shard of a tauPS parameter server.\n"
+           "  ps_server --shard_index=0 --num_shards=2 --port=7000\n"
+           "  ps_server --cluster_file=cluster.txt --shard_index=1\n"
+           "Stops cleanly on SIGTERM or SIGINT. Exit status 2 for a flag out of\n"
+           "range, 1 for other failures.",
+       .ranges = {std::begin(kFlagRanges), std::end(kFlagRanges)},
+       .daemon_log = [] {
+         taups::LogOptions log;
+         log.tag = absl::StrCat("ps_server[shard ",
+                                absl::GetFlag(FLAGS_shard_index), "]");
+         log.level = absl::GetFlag(FLAGS_log_level);
+         return log;
+       }});
 
   taups::ShardServerOptions options;
   absl::StatusOr<taups::ServerSecurity> security = SecurityFromFlags();

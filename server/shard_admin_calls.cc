@@ -64,8 +64,7 @@ absl::Status ShardCalls::ShardStatus(const v1::ShardStatusRequest&,
   const ResourceStats resources = store_->Resources();
   response->set_budget_used_bytes(resources.table_bytes +
                                   resources.worker_state_bytes +
-                                  resources.staged_bytes +
-                                  resources.rollback_bytes);
+                                  resources.staged_bytes);
   response->set_budget_limit_bytes(resources.budget_bytes);
   response->set_tables_limit(static_cast<uint32_t>(store_->limits().max_tables));
   for (const WorkerStatus& w : stats.workers) {

@@ -14,17 +14,14 @@ void WriteResourceMetrics(const ResourceStats& r, MetricsWriter& out) {
   const char* kUsedHelp =
       "Bytes charged to the memory budget, by use: tables (values, optimizer "
       "state, sparse rows at their row limit), worker_state (per-worker "
-      "bookkeeping, delay-compensation copies), staged (slices of "
-      "unfinished multi-slice pushes) and rollback (an admin rollback's "
-      "loaded checkpoint and undo copies, while it runs).";
+      "bookkeeping, delay-compensation copies) and staged (slices of "
+      "unfinished multi-slice pushes).";
   out.Gauge("taups_memory_used_bytes", kUsedHelp, {{"use", "tables"}},
             r.table_bytes);
   out.Gauge("taups_memory_used_bytes", kUsedHelp, {{"use", "worker_state"}},
             r.worker_state_bytes);
   out.Gauge("taups_memory_used_bytes", kUsedHelp, {{"use", "staged"}},
             r.staged_bytes);
-  out.Gauge("taups_memory_used_bytes", kUsedHelp, {{"use", "rollback"}},
-            r.rollback_bytes);
   out.Counter("taups_memory_budget_refusals_total",
               "Tables and worker state refused because the budget was full.", {},
               r.budget_refusals);

@@ -1,8 +1,14 @@
 #include "absl/strings/str_cat.h"
-#include "common/transport_security.h"
 #include "taups/client.h"
+#include "worker/src/client_security.h"
 
 namespace taups {
+
+ChannelSecurity ChannelSecurityOf(const ClientOptions& options) {
+  return ChannelSecurity{options.tls_ca_file, options.tls_cert_file,
+                         options.tls_key_file, options.tls_server_name,
+                         options.auth_token};
+}
 
 absl::Status ClientOptions::Validate() const {
   if (servers.empty()) {
@@ -31,8 +37,7 @@ absl::Status ClientOptions::Validate() const {
   if (channels_per_shard < 1 || channels_per_shard > 64) {
     return absl::InvalidArgumentError("channels_per_shard must be in 1..64");
   }
-  const ChannelSecurity security{tls_ca_file, tls_cert_file, tls_key_file,
-                                 tls_server_name, auth_token};
+  const ChannelSecurity security = ChannelSecurityOf(*this);
   if (absl::Status s = security.Validate("ClientOptions.tls_"); !s.ok()) return s;
   if (!security.tls() && !auth_token.empty()) {
     for (const std::string& server : servers) {

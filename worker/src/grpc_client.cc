@@ -7,6 +7,7 @@
 #include "common/status_macros.h"
 #include "proto/grpc_credentials.h"
 #include "worker/src/client_core.h"
+#include "worker/src/client_security.h"
 #include "worker/src/grpc_transport.h"
 
 namespace taups {
@@ -23,11 +24,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenShardChannel(
   // Each channel gets its own connection; otherwise channels with equal
   // arguments share one and concurrent slices queue behind each other.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return OpenChannel(address,
-                     ChannelSecurity{options.tls_ca_file, options.tls_cert_file,
-                                     options.tls_key_file, options.tls_server_name,
-                                     options.auth_token},
-                     args);
+  return OpenChannel(address, ChannelSecurityOf(options), args);
 }
 
 }  // namespace

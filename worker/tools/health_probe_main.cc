@@ -33,6 +33,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "proto/grpc_credentials.h"
 #include "taups/client.h"
+#include "worker/src/client_security.h"
 #include "worker/tools/transport_flags.h"
 
 ABSL_FLAG(std::string, server, "",
@@ -60,11 +61,8 @@ int Probe() {
   if (absl::Status s = ApplyTransportFlags(transport); !s.ok()) {
     return ToolFailure(kName, s.message(), kExitBadFlags);
   }
-  const ChannelSecurity security{transport.tls_ca_file, transport.tls_cert_file,
-                                 transport.tls_key_file,
-                                 transport.tls_server_name, transport.auth_token};
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      OpenChannel(server, security);
+      OpenChannel(server, ChannelSecurityOf(transport));
   if (!channel.ok()) {
     return ToolFailure(kName, channel.status().message(), kExitBadFlags);
   }

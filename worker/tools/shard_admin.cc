@@ -7,6 +7,7 @@
 #include "proto/grpc_credentials.h"
 #include "proto/grpc_status_convert.h"
 #include "ps.grpc.pb.h"
+#include "worker/src/client_security.h"
 
 namespace taups {
 namespace {
@@ -53,9 +54,7 @@ absl::StatusOr<std::unique_ptr<ShardAdmin>> ShardAdmin::Open(
   if (options.servers.empty()) {
     return absl::InvalidArgumentError("no shards given (--servers or --config)");
   }
-  const ChannelSecurity security{options.tls_ca_file, options.tls_cert_file,
-                                 options.tls_key_file, options.tls_server_name,
-                                 options.auth_token};
+  const ChannelSecurity security = ChannelSecurityOf(options);
   auto stubs = std::make_unique<Stubs>();
   for (size_t i = 0; i < options.servers.size(); ++i) {
     absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =

@@ -29,6 +29,7 @@
 #include "common/port_file.h"
 #include "common/process_flags.h"
 #include "common/status_macros.h"
+#include "common/tool_start.h"
 #include "server/cluster_config.h"
 #include "spdlog/spdlog.h"
 #include "taups/client.h"
@@ -326,26 +327,23 @@ absl::Status Run() {
 int main(int argc, char** argv) {
   taups::KeepLargeBuffersMapped();
   taups::SkipLockOrderChecks();
-  const std::vector<taups::FlagRange> ranges = taups::trainer::AllFlagRanges();
-  taups::ParseCommandLineOrExit(
-      argc, argv, "ps_worker",
-      "ps_worker: trains a model against tauPS parameter servers.\n"
-      "  ps_worker --servers=127.0.0.1:7000,127.0.0.1:7001 --worker_id=0 "
-      "--num_workers=2 --model=mlp --steps=400\n"
-      "Progress is logged to stderr; the final stdout line is a JSON summary.\n"
-      "Exit status 2 for a flag out of range, 1 for other failures.",
-      ranges);
-  // Logs on stderr so stdout carries only the JSON summary.
-  taups::LogOptions log;
-  log.tag = absl::StrCat("ps_worker[", absl::GetFlag(FLAGS_worker_id), "]");
-  log.level = absl::GetFlag(FLAGS_log_level);
-  absl::Status flags = taups::SetUpLogging(log);
-  taups::RouteGrpcLogsToSpdlog();
-  if (flags.ok()) flags = taups::CheckNumericFlags(ranges);
-  if (!flags.ok()) {
-    taups::LogFailure(flags.message());
-    return taups::kExitBadFlags;
-  }
+  taups::StartToolOrExit(
+      argc, argv,
+      {.name = "ps_worker",
+       .usage =
+           "ps_worker: trains a model against tauPS parameter servers.\n"
+           "  ps_worker --servers=127.0.0.1:7000,127.0.0.1:7001 --worker_id=0 "
+           "--num_workers=2 --model=mlp --steps=400\n"
+           "Progress is logged to stderr; the final stdout line is a JSON summary.\n"
+           "Exit status 2 for a flag out of range, 1 for other failures.",
+       .ranges = taups::trainer::AllFlagRanges(),
+       // Logs on stderr so stdout carries only the JSON summary.
+       .daemon_log = [] {
+         taups::LogOptions log;
+         log.tag = absl::StrCat("ps_worker[", absl::GetFlag(FLAGS_worker_id), "]");
+         log.level = absl::GetFlag(FLAGS_log_level);
+         return log;
+       }});
 
   const absl::Status status = taups::trainer::Run();
   // What the rate limiter held back since its last report.
