@@ -3,6 +3,8 @@
 #ifndef TAUPS_COMMON_VECTOR_MATH_H_
 #define TAUPS_COMMON_VECTOR_MATH_H_
 
+#include <cstddef>
+
 #include "absl/types/span.h"
 
 namespace taups {
@@ -18,6 +20,15 @@ bool AllSumsFinite(absl::Span<const float> a, absl::Span<const float> b);
 // The largest |value|, or +infinity when any value is NaN or infinite (so one
 // branch-free scan answers both "finite?" and "how large?"); 0 when empty.
 float MaxAbs(absl::Span<const float> values);
+
+// MaxAbs of the `n` floats whose little-endian bytes start at `src`, which
+// needs no alignment (a tensor inside a received message).
+float MaxAbsOfBytes(const char* src, size_t n);
+
+// Copies the `n` floats' bytes at `src` to `dst` (any alignment; the ranges
+// must not overlap) and returns MaxAbs of them, computed in the same pass
+// over the bytes: a received tensor gathered and measured in one read.
+float CopyMaxAbs(const char* __restrict src, char* __restrict dst, size_t n);
 
 }  // namespace taups
 

@@ -1,11 +1,13 @@
 #include "proto/raw_payload.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "common/vector_math.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/wire_format.h"
@@ -75,30 +77,6 @@ class Cursor {
       Advance(take);
       n -= take;
     }
-    return true;
-  }
-
-  // The next `n` bytes as one view: in place when they lie in one chunk,
-  // else copied into `scratch` (set *copied).
-  bool Take(uint64_t n, std::string* scratch, absl::string_view* out,
-            bool* copied) {
-    *copied = false;
-    if (n == 0) {
-      *out = absl::string_view();
-      return true;
-    }
-    if (AtEnd()) return false;
-    const absl::string_view rest = chunks_[chunk_].substr(at_);
-    if (n <= rest.size()) {
-      *out = rest.substr(0, n);
-      Advance(n);
-      return true;
-    }
-    scratch->clear();
-    scratch->reserve(n);
-    if (!Skip(n, scratch)) return false;
-    *out = *scratch;
-    *copied = true;
     return true;
   }
 
@@ -309,6 +287,36 @@ absl::Status DecodeMessage(const grpc::ByteBuffer& buffer,
 
 namespace {
 
+// Copies `pieces` end to end to `dst` and returns MaxAbs of the floats they
+// form (4-byte groups from the start of `dst`; a partial last group is not
+// one), each byte read once: the groups inside a piece are copied and
+// measured by CopyMaxAbs, a group that straddles two pieces is measured
+// where it was put together, in `dst`, once its last byte has landed.
+float GatherMaxAbs(const std::vector<absl::string_view>& pieces, char* dst) {
+  float max = 0.0f;  // MaxAbs never answers NaN, so std::max is exact
+  size_t at = 0;     // bytes written so far
+  for (absl::string_view piece : pieces) {
+    const char* src = piece.data();
+    size_t left = piece.size();
+    const size_t head = std::min(left, (4 - at % 4) % 4);
+    if (head > 0) {  // the end of a group that began in an earlier piece
+      std::memcpy(dst + at, src, head);
+      at += head;
+      src += head;
+      left -= head;
+      if (at % 4 == 0) max = std::max(max, MaxAbsOfBytes(dst + at - 4, 1));
+    }
+    const size_t groups = left / 4;
+    max = std::max(max, CopyMaxAbs(src, dst + at, groups));
+    at += 4 * groups;
+    src += 4 * groups;
+    left -= 4 * groups;
+    std::memcpy(dst + at, src, left);  // a group the next piece finishes
+    at += left;
+  }
+  return max;
+}
+
 // The received slices of `buffer` in `slices`, walked (Walk) with
 // `take(cursor, length)` reading each occurrence of the payload field
 // (false: truncated); then every other field parsed into `header`.
@@ -348,25 +356,46 @@ absl::Status DecodeSplit(const grpc::ByteBuffer& buffer, uint32_t field,
 
 absl::Status DecodeWithPayload(const grpc::ByteBuffer& buffer, uint32_t field,
                                google::protobuf::MessageLite* header,
-                               ReceivedPayload* payload) {
-  payload->scratch_.clear();
-  payload->view_ = absl::string_view();
-  bool copied = false;
+                               ReceivedPayload* payload,
+                               PayloadMeasure measure) {
+  payload->Keep({}, 0, PayloadMeasure::kNothing);
+  std::vector<absl::string_view> pieces;
   absl::Status decoded = DecodeSplit(
       buffer, field, header, &payload->slices_,
       [&](Cursor& cursor, uint64_t length) {
-        return cursor.Take(length, &payload->scratch_, &payload->view_,
-                           &copied);
+        if (!cursor.Pieces(length, &pieces)) return false;
+        payload->Keep(pieces, static_cast<size_t>(length), measure);
+        return true;
       });
   if (!decoded.ok()) return decoded;
-  if (!copied) payload->scratch_.clear();  // a later in-place copy won
   // A copied payload needs no received slice: they are let go at once, so a
   // payload kept alive (a staged slice) holds its bytes once, not twice.
-  if (copied) payload->slices_.clear();
+  if (payload->copied()) payload->slices_.clear();
   if (!payload->view_.empty()) {
-    (copied ? payloads_copied : payloads_in_place).fetch_add(1);
+    (payload->copied() ? payloads_copied : payloads_in_place).fetch_add(1);
   }
   return absl::OkStatus();
+}
+
+void ReceivedPayload::Keep(const std::vector<absl::string_view>& pieces,
+                           size_t size, PayloadMeasure measure) {
+  max_abs_ = -1.0f;
+  if (pieces.size() <= 1) {  // in place (a later occurrence frees a copy)
+    scratch_.reset();
+    view_ = pieces.empty() ? absl::string_view() : pieces[0];
+    return;
+  }
+  scratch_.reset(new char[size]);
+  if (measure == PayloadMeasure::kFloatMaxAbs) {
+    max_abs_ = GatherMaxAbs(pieces, scratch_.get());
+  } else {
+    char* at = scratch_.get();
+    for (absl::string_view piece : pieces) {
+      std::memcpy(at, piece.data(), piece.size());
+      at += piece.size();
+    }
+  }
+  view_ = absl::string_view(scratch_.get(), size);
 }
 
 absl::Status DecodeLeavingPayload(const grpc::ByteBuffer& buffer,

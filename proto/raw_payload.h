@@ -79,6 +79,22 @@ absl::Status EncodeMessage(const google::protobuf::MessageLite& message,
 absl::Status DecodeMessage(const grpc::ByteBuffer& buffer,
                            google::protobuf::MessageLite* message);
 
+// What DecodeWithPayload works out about the payload while it reads it.
+enum class PayloadMeasure {
+  kNothing,
+  // The payload is little-endian floats (a raw tensor): when it has to be
+  // gathered from several slices, MaxAbs (common/vector_math.h) of its
+  // whole 4-byte groups is computed in the loop that copies them, so the
+  // bytes are read once for both.
+  kFloatMaxAbs,
+};
+
+class ReceivedPayload;
+absl::Status DecodeWithPayload(
+    const grpc::ByteBuffer& buffer, uint32_t field,
+    google::protobuf::MessageLite* header, ReceivedPayload* payload,
+    PayloadMeasure measure = PayloadMeasure::kNothing);
+
 // A received payload: a view of the bytes of the payload field, which stays
 // valid as long as this object (it holds references to the received slices,
 // or its own copy and then no slice). Empty when the message did not carry
@@ -87,29 +103,37 @@ class ReceivedPayload {
  public:
   absl::string_view bytes() const { return view_; }
   // True when the payload spanned several slices and was copied once.
-  bool copied() const { return !scratch_.empty(); }
+  bool copied() const { return scratch_ != nullptr; }
+  // The payload's max |x| as floats when it was measured while copied
+  // (PayloadMeasure::kFloatMaxAbs and copied()): +infinity when one is NaN
+  // or infinite; negative when not measured (a payload used in place is
+  // left for the caller to measure, once, where it reads it as floats).
+  float max_abs() const { return max_abs_; }
 
  private:
   friend absl::Status DecodeWithPayload(const grpc::ByteBuffer&, uint32_t,
                                         google::protobuf::MessageLite*,
-                                        ReceivedPayload*);
+                                        ReceivedPayload*, PayloadMeasure);
+  // Makes the payload the bytes of `pieces`, in order: in place when there
+  // is at most one, else gathered into scratch_ (measured per `measure`).
+  void Keep(const std::vector<absl::string_view>& pieces, size_t size,
+            PayloadMeasure measure);
+
   std::vector<grpc::Slice> slices_;
-  std::string scratch_;
+  std::unique_ptr<char[]> scratch_;  // uninitialised until gathered into
   absl::string_view view_;
+  float max_abs_ = -1.0f;
 };
 
 // Splits a received message: every field but `field` is parsed into
 // `header` by protobuf (the last occurrence of a field wins, as in
-// protobuf), `field`'s last occurrence lands in `payload`. INVALID_ARGUMENT
+// protobuf), `field`'s last occurrence lands in `payload` (measured as
+// `measure` asks; declared above, with its default). INVALID_ARGUMENT
 // naming the problem for bytes protobuf would not parse either (a truncated
 // field, a bad varint or wire type, a field number 0) and for groups (wire
 // types 3 and 4, which no message of ps.proto uses; protobuf would keep
 // them as unknown fields). `field` with another wire type is left to
 // protobuf, as an unknown field.
-absl::Status DecodeWithPayload(const grpc::ByteBuffer& buffer, uint32_t field,
-                               google::protobuf::MessageLite* header,
-                               ReceivedPayload* payload);
-
 // A received payload left where gRPC put it: views into the received
 // slices (held here), in order, so the caller copies it once, straight to
 // where it belongs. Empty when the message did not carry the field.

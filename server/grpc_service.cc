@@ -180,14 +180,16 @@ grpc::ServerUnaryReactor* ParameterServerService::PushDense(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   // The gradient stays in the received slices (or one copy of them) and is
-  // read from there; every other field is parsed by protobuf.
+  // read from there; every other field is parsed by protobuf. A gradient
+  // gathered from several slices has its max |g| measured in the copy's
+  // loop, so the finite check does not read it again.
   // The payload is shared so a slice that waits for its push's others is
   // staged as a reference to it (StagedSlice::Holding), not a copy.
   v1::PushDenseRequest header;
   auto gradient = std::make_shared<ReceivedPayload>();
   const absl::Status parsed = DecodeWithPayload(
       *request, v1::PushDenseRequest::kGradientFieldNumber, &header,
-      gradient.get());
+      gradient.get(), PayloadMeasure::kFloatMaxAbs);
   if (!parsed.ok()) {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(ToGrpcStatus(parsed));
@@ -199,7 +201,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PushDense(
                   v1::PushResponse answer;
                   absl::Status status =
                       calls_.PushDense(header, gradient->bytes(), &answer,
-                                       gradient);
+                                       gradient, gradient->max_abs());
                   if (!status.ok()) return status;
                   return EncodeMessage(answer, response);
                 });

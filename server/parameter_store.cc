@@ -265,8 +265,8 @@ absl::Status CheckPushMeta(const PushMeta& meta, uint64_t max_slices,
 }  // namespace
 
 absl::StatusOr<float> ParameterStore::CheckFinite(
-    absl::string_view table, absl::Span<const float> values) {
-  const float max_abs = MaxAbs(values);
+    absl::string_view table, absl::Span<const float> values, float known) {
+  const float max_abs = known >= 0.0f ? known : MaxAbs(values);
   if (std::isfinite(max_abs)) return max_abs;
   nonfinite_rejections_.fetch_add(1);
   for (size_t i = 0; i < values.size(); ++i) {
@@ -474,7 +474,7 @@ absl::StatusOr<PullResult> ParameterStore::PullDense(absl::string_view table,
 
 absl::StatusOr<PushOutcome> ParameterStore::PushDense(
     absl::string_view table, uint64_t offset, absl::Span<const float> gradient,
-    const PushMeta& meta, std::shared_ptr<const void> holder) {
+    const PushMeta& meta, std::shared_ptr<const void> holder, float max_abs) {
   RETURN_IF_ERROR(CheckOwnershipEpoch(meta.ownership_epoch));
   RETURN_IF_ERROR(CheckWorkerId(meta.origin.worker_id, limits_));
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
@@ -483,15 +483,15 @@ absl::StatusOr<PushOutcome> ParameterStore::PushDense(
       CheckDenseRange(*entry->dense, offset, gradient.size(), shard_index_));
   RETURN_IF_ERROR(CheckPushMeta(meta, entry->dense->range().size(), table));
   RETURN_IF_ERROR(Admit(*entry, meta.origin.worker_id, 0));
-  absl::StatusOr<float> max_abs = CheckFinite(table, gradient);
-  if (!max_abs.ok()) {
-    RefusePush(table, meta, max_abs.status());
-    return max_abs.status();
+  absl::StatusOr<float> checked = CheckFinite(table, gradient, max_abs);
+  if (!checked.ok()) {
+    RefusePush(table, meta, checked.status());
+    return checked.status();
   }
   GradientPart part;
   part.offset = offset;
   part.values = gradient;
-  part.max_abs = *max_abs;
+  part.max_abs = *checked;
   return PushSliceTo(*entry, meta, part, std::move(holder));
 }
 

@@ -225,11 +225,13 @@ class ParameterStore {
   // Dense: one slice of a push (meta.slices >= 1). `holder`, when given,
   // keeps `gradient`'s floats alive and unchanged as long as it lives: a
   // slice that waits for its push's other slices is then staged as a
-  // reference to them, not a copy.
+  // reference to them, not a copy. `max_abs`, when not negative, is
+  // MaxAbs(gradient) measured by the caller (+infinity: a NaN or Inf is
+  // there), so the finite check does not scan the gradient again.
   absl::StatusOr<PushOutcome> PushDense(
       absl::string_view table, uint64_t offset,
       absl::Span<const float> gradient, const PushMeta& meta,
-      std::shared_ptr<const void> holder = nullptr);
+      std::shared_ptr<const void> holder = nullptr, float max_abs = -1.0f);
   // Sparse: rows for `keys` (each must belong to this shard) into out
   // (keys.size() * dim floats). With row_versions non-empty (keys.size()
   // entries) also each row's version (see SparseTable).
@@ -322,8 +324,11 @@ class ParameterStore {
   TableInfo InfoOf(const Entry& entry) const;
   void PublishMembership();
   // max |values|, or INVALID_ARGUMENT (counted) if one is NaN or Inf.
+  // `known`, when not negative, is MaxAbs(values) already measured: only a
+  // non-finite one makes the values be read (to name the element).
   absl::StatusOr<float> CheckFinite(absl::string_view table,
-                                    absl::Span<const float> values);
+                                    absl::Span<const float> values,
+                                    float known = -1.0f);
   // Hands one validated slice to the partition, or `refused` for it
   // (`holder`: see PushDense).
   absl::StatusOr<PushOutcome> PushSliceTo(

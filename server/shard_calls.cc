@@ -185,7 +185,8 @@ absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
 absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
                                    absl::string_view gradient_bytes,
                                    v1::PushResponse* response,
-                                   std::shared_ptr<const void> holder) {
+                                   std::shared_ptr<const void> holder,
+                                   float bytes_max_abs) {
   absl::ReaderMutexLock gate(&gate_);
   // Before the gradient is read: its size is checked against the range this
   // shard's map gives it.
@@ -210,8 +211,10 @@ absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
       gradient->data() == decoded.data()) {
     holder = std::make_shared<const std::vector<float>>(std::move(decoded));
   }
+  // A decoded gradient's floats are not the bytes that were measured.
   absl::StatusOr<PushOutcome> outcome = store_->PushDense(
-      request.table(), request.offset(), *gradient, meta, std::move(holder));
+      request.table(), request.offset(), *gradient, meta, std::move(holder),
+      request.encoded() ? -1.0f : bytes_max_abs);
   if (!outcome.ok()) return outcome.status();
   traffic_.CountPush(request.table(), gradient->size() * sizeof(float),
                      gradient_bytes.size(), request.encoded());

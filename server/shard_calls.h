@@ -59,11 +59,15 @@ class ShardCalls {
   // tensor from the received buffers without copying it into the message.
   // `holder`, when given, keeps `gradient_bytes` alive and unchanged as long
   // as it lives, so a slice staged for its push's other slices refers to
-  // them instead of being copied.
+  // them instead of being copied. `bytes_max_abs`, when not negative, is
+  // MaxAbs of `gradient_bytes` read as floats (measured by the edge while
+  // it gathered them; used only for a raw, not encoded, gradient), so the
+  // finite check does not scan them again.
   absl::Status PushDense(const v1::PushDenseRequest& request,
                          absl::string_view gradient_bytes,
                          v1::PushResponse* response,
-                         std::shared_ptr<const void> holder = nullptr);
+                         std::shared_ptr<const void> holder = nullptr,
+                         float bytes_max_abs = -1.0f);
   absl::Status PullSparse(const v1::PullSparseRequest& request,
                           absl::Time deadline, v1::PullSparseResponse* response);
   // The same pulls for an edge that must not block a thread: a pull that

@@ -9,13 +9,17 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <limits>
 #include <cstring>
 #include <future>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "proto/grpc_credentials.h"
 #include "proto/raw_payload.h"
 #include "ps.grpc.pb.h"
@@ -122,6 +126,51 @@ TEST_CASE("stock protobuf bytes in any slicing decode to the header and payload"
   const PayloadCopyCounts after = ReceivedPayloadCounts();
   CHECK(after.copied - before.copied == 3);
   CHECK(after.in_place - before.in_place == 1);
+}
+
+TEST_CASE("a gathered float payload is measured in the copy, floats straddling slices included") {
+  std::mt19937_64 rng(14);
+  for (int round = 0; round < 60; ++round) {
+    std::vector<float> values(rng() % 5000);
+    for (float& x : values) {
+      x = static_cast<float>(static_cast<int64_t>(rng() % 2000001) - 1000000) * 1e-3f;
+    }
+    // A NaN or an infinity now and then, anywhere (a straddling one too).
+    if (!values.empty() && round % 3 == 0) {
+      values[rng() % values.size()] =
+          round % 2 == 0 ? std::numeric_limits<float>::quiet_NaN()
+                         : -std::numeric_limits<float>::infinity();
+    }
+    float expected = 0.0f;
+    for (float x : values) {
+      expected = std::isfinite(x) ? std::max(expected, std::abs(x))
+                                  : std::numeric_limits<float>::infinity();
+      if (std::isinf(expected)) break;
+    }
+    std::string gradient(values.size() * sizeof(float), '\0');
+    std::memcpy(gradient.data(), values.data(), gradient.size());
+    v1::PushDenseRequest request = FullRequest(gradient);
+    const std::string wire = request.SerializeAsString();
+    const size_t piece = 1 + rng() % 700;  // odd sizes: floats straddle
+    v1::PushDenseRequest header;
+    ReceivedPayload payload;
+    REQUIRE(DecodeWithPayload(Sliced(wire, piece), kGradient, &header, &payload,
+                              PayloadMeasure::kFloatMaxAbs)
+                .ok());
+    INFO("floats " << values.size() << " piece " << piece);
+    REQUIRE(payload.bytes() == gradient);
+    if (payload.copied()) {
+      CHECK(payload.max_abs() == expected);
+    } else {
+      CHECK(payload.max_abs() < 0.0f);  // in place: left to the caller
+    }
+    // Not asked: not measured.
+    ReceivedPayload plain;
+    REQUIRE(DecodeWithPayload(Sliced(wire, piece), kGradient, &header, &plain)
+                .ok());
+    CHECK(plain.bytes() == gradient);
+    CHECK(plain.max_abs() < 0.0f);
+  }
 }
 
 TEST_CASE("a repeated payload field: the last one wins, as in protobuf") {
@@ -317,6 +366,58 @@ TEST_CASE("a stock generated stub pushes to and pulls from a raw shard") {
     REQUIRE(client->PullDense("w", absl::MakeSpan(pulled)).ok());
     CHECK(pulled == expected);
   }
+}
+
+TEST_CASE("a NaN or Inf in a payload gathered from many frames is refused, naming its element") {
+  constexpr uint64_t kN = 300000;  // 1.2 MB: gathered from many HTTP/2 frames
+  InProcessCluster cluster(1);
+  auto client = cluster.Connect(0);
+  TableConfig config = TableConfig::Dense("w", kN);
+  config.optimizer.kind = OptimizerKind::kSgd;
+  config.optimizer.learning_rate = 0.5f;
+  config.initializer.kind = InitializerKind::kZeros;
+  REQUIRE(client->CreateTable(config).ok());
+  auto stub = v1::ParameterServer::NewStub(
+      *OpenChannel(cluster.addresses[0], ChannelSecurity{}));
+  struct Bad {
+    uint64_t at;
+    float value;
+    const char* named;
+  };
+  const Bad cases[] = {
+      {kN - 1, std::numeric_limits<float>::quiet_NaN(), "gradient element 299999 is nan"},
+      {123457, -std::numeric_limits<float>::infinity(), "gradient element 123457 is -inf"},
+      {0, std::numeric_limits<float>::infinity(), "gradient element 0 is inf"},
+  };
+  uint64_t seq = 0;
+  for (const Bad& bad : cases) {
+    std::vector<float> g(kN, 1.0f);
+    g[bad.at] = bad.value;
+    v1::PushDenseRequest request;
+    request.set_table("w");
+    request.set_gradient(reinterpret_cast<const char*>(g.data()),
+                         kN * sizeof(float));
+    request.mutable_origin()->set_worker_id(42);
+    request.mutable_origin()->set_worker_incarnation(1);
+    request.mutable_origin()->set_seq(++seq);
+    const PayloadCopyCounts before = ReceivedPayloadCounts();
+    grpc::ClientContext context;
+    v1::PushResponse response;
+    const grpc::Status status = stub->PushDense(&context, request, &response);
+    INFO(status.error_message());
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(status.error_message() ==
+          absl::StrCat("table 'w': ", bad.named,
+                       "; NaN/Inf gradients are refused and nothing was applied"));
+    // The payload took the gathering (measured) path.
+    CHECK(ReceivedPayloadCounts().copied - before.copied == 1);
+  }
+  // Nothing was applied.
+  std::vector<float> pulled(kN, -1.0f);
+  auto info = client->PullDense("w", absl::MakeSpan(pulled));
+  REQUIRE(info.ok());
+  CHECK(info->shard_versions.at(0) == 0);
+  CHECK(pulled == std::vector<float>(kN, 0.0f));
 }
 
 }  // namespace

@@ -1,0 +1,150 @@
+// payload_receive_bench: the shard's first touch of a received dense push
+// (proto/raw_payload.h), on one core, without the network. A PushDense
+// message is cut into slices the way gRPC delivers it (one per HTTP/2 data
+// frame) and decoded three ways, alternated in one run:
+//   gather+scan  DecodeWithPayload, then MaxAbs over the floats (the finite
+//                check's own pass: the shard before the fused copy)
+//   fused        DecodeWithPayload with PayloadMeasure::kFloatMaxAbs (the
+//                max |g| computed in the copy's loop: the shard now)
+//   memcpy       one memcpy of the payload's bytes (the floor)
+// GB/s = payload bytes per CPU-second of this single-threaded process.
+//
+//   payload_receive_bench --sizes=1MiB,16MiB --frame=16KiB --trials=5
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "bench/byte_size.h"
+#include "bench/machine_info.h"
+#include "bench/measure.h"
+#include "bench/report_table.h"
+#include "common/malloc_tuning.h"
+#include "common/status_macros.h"
+#include "common/usage.h"
+#include "common/vector_math.h"
+#include "proto/raw_payload.h"
+#include "ps.pb.h"
+
+ABSL_FLAG(std::string, sizes, "1MiB,16MiB", "Payload sizes (bytes).");
+ABSL_FLAG(std::string, frame, "16KiB",
+          "Slice size the message is cut into (gRPC's HTTP/2 frames).");
+ABSL_FLAG(double, min_seconds, 0.3,
+          "Each figure repeats its operation for at least this many seconds.");
+ABSL_FLAG(int64_t, min_iters, 3, "Each figure repeats at least this often.");
+ABSL_FLAG(int, trials, 5, "Timed runs per figure; the median is reported.");
+ABSL_FLAG(std::string, format, "text", "text or markdown.");
+
+namespace taups::bench {
+namespace {
+
+grpc::ByteBuffer Sliced(const std::string& bytes, size_t piece) {
+  std::vector<grpc::Slice> slices;
+  for (size_t at = 0; at < bytes.size(); at += piece) {
+    slices.emplace_back(bytes.data() + at, std::min(piece, bytes.size() - at));
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+absl::Status Run() {
+  ASSIGN_OR_RETURN(const TableFormat format,
+                   ParseTableFormat(absl::GetFlag(FLAGS_format)));
+  const MeasureOptions measure = MeasureOptionsFrom(
+      absl::GetFlag(FLAGS_min_seconds), absl::GetFlag(FLAGS_min_iters),
+      absl::GetFlag(FLAGS_trials));
+  ASSIGN_OR_RETURN(const size_t frame, ParseByteSize(absl::GetFlag(FLAGS_frame)));
+  std::vector<std::string> lines = DescribeMachine();
+  lines.push_back(absl::StrCat("flags: --sizes=", absl::GetFlag(FLAGS_sizes),
+                               " --frame=", absl::GetFlag(FLAGS_frame),
+                               " --trials=", absl::GetFlag(FLAGS_trials)));
+  lines.push_back(
+      "GB/s = payload bytes per CPU-second (one thread), 1 GB = 1e9 B; "
+      "gather+scan = decode then MaxAbs; fused = decode measuring max |g| "
+      "in the copy; memcpy = one copy of the payload");
+  PrintReportHeader(format, "tauPS received-payload benchmark (one core)",
+                    lines);
+  ReportTable table({"size", "gather+scan GB/s", "fused GB/s", "÷ gather+scan",
+                     "memcpy GB/s", "fused ÷ memcpy"},
+                    /*left_columns=*/1);
+  for (absl::string_view size_text :
+       absl::StrSplit(absl::GetFlag(FLAGS_sizes), ',')) {
+    ASSIGN_OR_RETURN(const size_t size, ParseByteSize(size_text));
+    const size_t n = size / sizeof(float);
+    std::vector<float> g(n);
+    std::mt19937_64 rng(1);
+    std::normal_distribution<float> normal(0.0f, 1e-3f);
+    for (float& x : g) x = normal(rng);
+    v1::PushDenseRequest request;
+    request.set_table("weights");
+    request.set_offset(0);
+    request.mutable_origin()->set_worker_id(1);
+    request.set_gradient(reinterpret_cast<const char*>(g.data()), 4 * n);
+    const grpc::ByteBuffer buffer = Sliced(request.SerializeAsString(), frame);
+    const uint32_t field = v1::PushDenseRequest::kGradientFieldNumber;
+    const float expected = MaxAbs(g);
+    float seen_scan = 0, seen_fused = 0;
+    auto scan = [&]() -> absl::Status {
+      v1::PushDenseRequest header;
+      ReceivedPayload payload;
+      RETURN_IF_ERROR(DecodeWithPayload(buffer, field, &header, &payload));
+      // A gathered payload is 4-aligned (its own allocation).
+      seen_scan = MaxAbs(absl::MakeConstSpan(
+          reinterpret_cast<const float*>(payload.bytes().data()), n));
+      return absl::OkStatus();
+    };
+    auto fused = [&]() -> absl::Status {
+      v1::PushDenseRequest header;
+      ReceivedPayload payload;
+      RETURN_IF_ERROR(DecodeWithPayload(buffer, field, &header, &payload,
+                                        PayloadMeasure::kFloatMaxAbs));
+      seen_fused = payload.max_abs();
+      return absl::OkStatus();
+    };
+    std::vector<char> dst(4 * n);
+    auto copy = [&]() -> absl::Status {
+      std::memcpy(dst.data(), g.data(), 4 * n);
+      KeepMemory(dst.data());
+      return absl::OkStatus();
+    };
+    ASSIGN_OR_RETURN(Measurement a, Measure(measure, scan));
+    ASSIGN_OR_RETURN(Measurement b, Measure(measure, fused));
+    ASSIGN_OR_RETURN(Measurement c, Measure(measure, copy));
+    if (seen_scan != expected || seen_fused != expected) {
+      return absl::InternalError("a decode measured the wrong max |g|");
+    }
+    const double bytes = 4.0 * static_cast<double>(n);
+    const double ga = a.GigabytesPerCpuSecond(bytes);
+    const double gb = b.GigabytesPerCpuSecond(bytes);
+    const double gc = c.GigabytesPerCpuSecond(bytes);
+    table.AddRow({std::string(size_text), FormatNumber(ga), FormatNumber(gb),
+                  absl::StrFormat("%.2f×", gb / ga), FormatNumber(gc),
+                  absl::StrFormat("%.2f×", gb / gc)});
+  }
+  table.Print(format, stdout);
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace taups::bench
+
+int main(int argc, char** argv) {
+  taups::KeepLargeBuffersMapped();
+  taups::SetUsage(
+      "Measures the decode of a received dense push: gather then scan, "
+      "against the fused gather that measures max |g|, next to memcpy.\n"
+      "  payload_receive_bench --sizes=1MiB,16MiB --frame=16KiB");
+  absl::ParseCommandLine(argc, argv);
+  const absl::Status status = taups::bench::Run();
+  if (!status.ok()) {
+    std::fprintf(stderr, "payload_receive_bench: %s\n",
+                 status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
