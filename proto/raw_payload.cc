@@ -403,12 +403,37 @@ absl::Status DecodeLeavingPayload(const grpc::ByteBuffer& buffer,
                                   google::protobuf::MessageLite* header,
                                   PayloadPieces* payload) {
   payload->pieces_.clear();
+  payload->starts_.clear();
   payload->size_ = 0;
-  return DecodeSplit(buffer, field, header, &payload->slices_,
-                     [&](Cursor& cursor, uint64_t length) {
-                       payload->size_ = static_cast<size_t>(length);
-                       return cursor.Pieces(length, &payload->pieces_);
-                     });
+  absl::Status decoded =
+      DecodeSplit(buffer, field, header, &payload->slices_,
+                  [&](Cursor& cursor, uint64_t length) {
+                    payload->size_ = static_cast<size_t>(length);
+                    return cursor.Pieces(length, &payload->pieces_);
+                  });
+  size_t start = 0;
+  for (absl::string_view piece : payload->pieces_) {
+    payload->starts_.push_back(start);
+    start += piece.size();
+  }
+  return decoded;
+}
+
+void PayloadPieces::CopyRange(size_t offset, size_t n, char* dest) const {
+  if (n == 0) return;
+  // The last piece starting at or before `offset`.
+  size_t i = static_cast<size_t>(
+      std::upper_bound(starts_.begin(), starts_.end(), offset) -
+      starts_.begin() - 1);
+  size_t at = offset - starts_[i];
+  while (n > 0) {
+    const size_t take = std::min(n, pieces_[i].size() - at);
+    std::memcpy(dest, pieces_[i].data() + at, take);
+    dest += take;
+    n -= take;
+    ++i;
+    at = 0;
+  }
 }
 
 void PayloadPieces::CopyTo(char* dest) const {

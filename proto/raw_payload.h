@@ -145,6 +145,10 @@ class PayloadPieces {
   void CopyTo(char* dest) const;
   // Makes `out` the payload (one copy).
   void AssignTo(std::string* out) const;
+  // Writes bytes [offset, offset + n) of the payload to `dest`; the range
+  // must lie within size(). Finds the first piece by binary search, so
+  // scattering many small ranges (a sparse pull's rows) stays cheap.
+  void CopyRange(size_t offset, size_t n, char* dest) const;
 
  private:
   friend absl::Status DecodeLeavingPayload(const grpc::ByteBuffer&, uint32_t,
@@ -152,6 +156,7 @@ class PayloadPieces {
                                            PayloadPieces*);
   std::vector<grpc::Slice> slices_;
   std::vector<absl::string_view> pieces_;
+  std::vector<size_t> starts_;  // each piece's offset in the payload
   size_t size_ = 0;
 };
 

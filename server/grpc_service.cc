@@ -147,82 +147,130 @@ grpc::ServerUnaryReactor* ParameterServerService::GetTable(
                 [&] { return calls_.GetTable(*request, response); });
 }
 
-grpc::ServerUnaryReactor* ParameterServerService::PullDense(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response) {
+namespace {
+
+// A raw pull: `request` parsed by protobuf (it is small), the pull run by a
+// PullReactor and its answer's `values` (written once by the store into the
+// response's string) sent as a slice that owns that string, with no second
+// copy into gRPC's buffers.
+template <typename Request, typename Response, typename Allowed>
+grpc::ServerUnaryReactor* RawPull(ShardCalls* calls,
+                                  typename PullReactor<Request, Response>::Pull pull,
+                                  CallExecutor* executor,
+                                  absl::Time wait_until,
+                                  const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response,
+                                  Allowed allowed) {
   // The messages live with the reactor's encode step, which outlives every
   // attempt of the pull.
   struct Messages {
-    v1::PullDenseRequest request;
-    v1::PullDenseResponse response;
+    Request request;
+    Response response;
   };
   auto messages = std::make_shared<Messages>();
   const absl::Status parsed = DecodeMessage(*request, &messages->request);
-  using Reactor = PullReactor<v1::PullDenseRequest, v1::PullDenseResponse>;
+  using Reactor = PullReactor<Request, Response>;
   auto* reactor = new Reactor(
-      &calls_, &ShardCalls::PullDense, &woken_pulls_, &messages->request,
-      &messages->response, WaitUntil(*context), [messages, response] {
-        // The values read under the table's lock go out as they are: the
-        // slice owns the string (no second copy into gRPC's buffers).
+      calls, pull, executor, &messages->request, &messages->response,
+      wait_until, [messages, response] {
         std::string values = std::move(*messages->response.mutable_values());
         messages->response.clear_values();
         return ToGrpcStatus(EncodeWithOwnedPayload(
-            messages->response, v1::PullDenseResponse::kValuesFieldNumber,
+            messages->response, Response::kValuesFieldNumber,
             std::move(values), response));
       });
-  reactor->Start(parsed.ok() ? Allow(context, Rpc::kPullDense,
-                                     messages->request.worker_id())
+  reactor->Start(parsed.ok() ? allowed(messages->request)
                              : ToGrpcStatus(parsed));
   return reactor;
 }
 
-grpc::ServerUnaryReactor* ParameterServerService::PushDense(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ByteBuffer* response) {
-  // The gradient stays in the received slices (or one copy of them) and is
-  // read from there; every other field is parsed by protobuf. A gradient
-  // gathered from several slices has its max |g| measured in the copy's
-  // loop, so the finite check does not read it again.
-  // The payload is shared so a slice that waits for its push's others is
-  // staged as a reference to it (StagedSlice::Holding), not a copy.
-  v1::PushDenseRequest header;
-  auto gradient = std::make_shared<ReceivedPayload>();
-  const absl::Status parsed = DecodeWithPayload(
-      *request, v1::PushDenseRequest::kGradientFieldNumber, &header,
-      gradient.get(), PayloadMeasure::kFloatMaxAbs);
+// A raw push: its tensor field `field` stays in the received slices (or one
+// copy of them, when it spans several) and is read from there; every other
+// field is parsed by protobuf into a `Header`. `allowed(header)` is the
+// caller's authorization, `push(header, payload, answer)` the push itself;
+// the payload is shared so the push may keep it (a staged dense slice).
+// `measure` is what a gathered copy measures on the way (ReceivedPayload).
+template <typename Header, typename Allowed, typename Push>
+grpc::ServerUnaryReactor* RawPush(grpc::CallbackServerContext* context,
+                                  const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response, uint32_t field,
+                                  PayloadMeasure measure, Allowed allowed,
+                                  Push push) {
+  Header header;
+  auto payload = std::make_shared<ReceivedPayload>();
+  const absl::Status parsed =
+      DecodeWithPayload(*request, field, &header, payload.get(), measure);
   if (!parsed.ok()) {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(ToGrpcStatus(parsed));
     return reactor;
   }
-  return Answer(context,
-                Allow(context, Rpc::kPushDense, header.origin().worker_id()),
-                [&] {
-                  v1::PushResponse answer;
-                  absl::Status status =
-                      calls_.PushDense(header, gradient->bytes(), &answer,
-                                       gradient, gradient->max_abs());
-                  if (!status.ok()) return status;
-                  return EncodeMessage(answer, response);
-                });
+  return Answer(context, allowed(header), [&] {
+    v1::PushResponse answer;
+    absl::Status status = push(header, payload, &answer);
+    if (!status.ok()) return status;
+    return EncodeMessage(answer, response);
+  });
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* ParameterServerService::PullDense(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return RawPull<v1::PullDenseRequest, v1::PullDenseResponse>(
+      &calls_, &ShardCalls::PullDense, &woken_pulls_, WaitUntil(*context),
+      request, response, [&](const v1::PullDenseRequest& parsed) {
+        return Allow(context, Rpc::kPullDense, parsed.worker_id());
+      });
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::PushDense(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  // A slice that waits for its push's others is staged as a reference to
+  // the received payload (StagedSlice::Holding), not a copy. A gradient
+  // gathered from several slices has its max |g| measured in the copy's
+  // loop, so the finite check does not read it again.
+  return RawPush<v1::PushDenseRequest>(
+      context, request, response, v1::PushDenseRequest::kGradientFieldNumber,
+      PayloadMeasure::kFloatMaxAbs,
+      [&](const v1::PushDenseRequest& header) {
+        return Allow(context, Rpc::kPushDense, header.origin().worker_id());
+      },
+      [&](const v1::PushDenseRequest& header,
+          const std::shared_ptr<ReceivedPayload>& gradient,
+          v1::PushResponse* answer) {
+        return calls_.PushDense(header, gradient->bytes(), answer, gradient,
+                                gradient->max_abs());
+      });
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::PullSparse(
-    grpc::CallbackServerContext* context, const v1::PullSparseRequest* request,
-    v1::PullSparseResponse* response) {
-  using Reactor = PullReactor<v1::PullSparseRequest, v1::PullSparseResponse>;
-  auto* reactor = new Reactor(&calls_, &ShardCalls::PullSparse, &woken_pulls_,
-                              request, response, WaitUntil(*context));
-  reactor->Start(Allow(context, Rpc::kPullSparse, request->worker_id()));
-  return reactor;
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return RawPull<v1::PullSparseRequest, v1::PullSparseResponse>(
+      &calls_, &ShardCalls::PullSparse, &woken_pulls_, WaitUntil(*context),
+      request, response, [&](const v1::PullSparseRequest& parsed) {
+        return Allow(context, Rpc::kPullSparse, parsed.worker_id());
+      });
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::PushSparse(
-    grpc::CallbackServerContext* context, const v1::PushSparseRequest* request,
-    v1::PushResponse* response) {
-  return Answer(context,
-                Allow(context, Rpc::kPushSparse, request->origin().worker_id()),
-                [&] { return calls_.PushSparse(*request, response); });
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  // The keys (an eighth of a dim-16 push) are left to protobuf.
+  return RawPush<v1::PushSparseRequest>(
+      context, request, response,
+      v1::PushSparseRequest::kGradientsFieldNumber, PayloadMeasure::kNothing,
+      [&](const v1::PushSparseRequest& header) {
+        return Allow(context, Rpc::kPushSparse, header.origin().worker_id());
+      },
+      [&](const v1::PushSparseRequest& header,
+          const std::shared_ptr<ReceivedPayload>& gradients,
+          v1::PushResponse* answer) {
+        return calls_.PushSparse(header, gradients->bytes(), answer);
+      });
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::Register(

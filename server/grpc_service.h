@@ -30,13 +30,16 @@
 
 namespace taups {
 
-// PushDense and PullDense are raw methods: their tensors are taken from and
-// put into gRPC's buffers without a protobuf copy (proto/raw_payload.h); the
-// bytes on the wire are still ps.proto's messages.
+// PushDense, PullDense, PushSparse and PullSparse are raw methods: their
+// tensors (a push's gradients, a pull's values) are taken from and put into
+// gRPC's buffers without a protobuf copy (proto/raw_payload.h); the bytes on
+// the wire are still ps.proto's messages.
 using ParameterServerServiceBase =
     v1::ParameterServer::WithRawCallbackMethod_PushDense<
         v1::ParameterServer::WithRawCallbackMethod_PullDense<
-            v1::ParameterServer::CallbackService>>;
+            v1::ParameterServer::WithRawCallbackMethod_PushSparse<
+                v1::ParameterServer::WithRawCallbackMethod_PullSparse<
+                    v1::ParameterServer::CallbackService>>>>;
 
 class ParameterServerService final : public ParameterServerServiceBase {
  public:
@@ -62,12 +65,14 @@ class ParameterServerService final : public ParameterServerServiceBase {
   grpc::ServerUnaryReactor* PushDense(grpc::CallbackServerContext*,
                                       const grpc::ByteBuffer*,
                                       grpc::ByteBuffer*) override;
+  // A PullSparseRequest in, a PullSparseResponse out, as ps.proto's bytes.
   grpc::ServerUnaryReactor* PullSparse(grpc::CallbackServerContext*,
-                                       const v1::PullSparseRequest*,
-                                       v1::PullSparseResponse*) override;
+                                       const grpc::ByteBuffer*,
+                                       grpc::ByteBuffer*) override;
+  // A PushSparseRequest in, a PushResponse out, as ps.proto's bytes.
   grpc::ServerUnaryReactor* PushSparse(grpc::CallbackServerContext*,
-                                       const v1::PushSparseRequest*,
-                                       v1::PushResponse*) override;
+                                       const grpc::ByteBuffer*,
+                                       grpc::ByteBuffer*) override;
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext*,
                                      const v1::RegisterRequest*,
                                      v1::RegisterResponse*) override;

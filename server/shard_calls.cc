@@ -226,6 +226,12 @@ absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
 
 absl::Status ShardCalls::PushSparse(const v1::PushSparseRequest& request,
                                     v1::PushResponse* response) {
+  return PushSparse(request, request.gradients(), response);
+}
+
+absl::Status ShardCalls::PushSparse(const v1::PushSparseRequest& request,
+                                    absl::string_view gradient_bytes,
+                                    v1::PushResponse* response) {
   absl::ReaderMutexLock gate(&gate_);
   RETURN_IF_ERROR(store_->CheckOwnershipEpoch(request.ownership_epoch()));
   std::vector<uint64_t> key_copy, base_copy;
@@ -234,7 +240,7 @@ absl::Status ShardCalls::PushSparse(const v1::PushSparseRequest& request,
       ViewAs<uint64_t>(request.keys(), &key_copy, "PushSparse keys");
   if (!keys.ok()) return keys.status();
   absl::StatusOr<absl::Span<const float>> gradients = store_->ReadGradient(
-      request.table(), TableKind::kSparse, keys->size(), request.gradients(),
+      request.table(), TableKind::kSparse, keys->size(), gradient_bytes,
       request.encoded(), &decoded, "PushSparse gradients");
   if (!gradients.ok()) {
     if (request.encoded() && !absl::IsNotFound(gradients.status())) {
@@ -252,7 +258,7 @@ absl::Status ShardCalls::PushSparse(const v1::PushSparseRequest& request,
       store_->PushSparse(request.table(), *keys, *gradients, meta);
   if (!outcome.ok()) return outcome.status();
   traffic_.CountPush(request.table(), gradients->size() * sizeof(float),
-                     request.gradients().size(), request.encoded());
+                     gradient_bytes.size(), request.encoded());
   ToWire(*outcome, response);
   if (!row_bases->empty()) {
     RowTauToWire(*outcome, request.return_row_taus(), response);

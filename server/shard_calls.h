@@ -85,6 +85,13 @@ class ShardCalls {
                                         v1::PullSparseResponse* response);
   absl::Status PushSparse(const v1::PushSparseRequest& request,
                           v1::PushResponse* response);
+  // The same push with its gradients' bytes given apart from the message
+  // (whose own `gradients` is then ignored), as PushDense's: for an edge
+  // that reads them from the received buffers. `gradient_bytes` need only
+  // stay valid for the call.
+  absl::Status PushSparse(const v1::PushSparseRequest& request,
+                          absl::string_view gradient_bytes,
+                          v1::PushResponse* response);
   absl::Status Register(const v1::RegisterRequest& request,
                         v1::RegisterResponse* response);
   absl::Status Heartbeat(const v1::HeartbeatRequest& request,

@@ -3,7 +3,8 @@
 // message; what protobuf serializes (split into any slices) decodes to the
 // same header and payload; bytes protobuf refuses are refused; and over real
 // gRPC servers on 127.0.0.1 a stock generated stub still pushes to and pulls
-// from a shard, and the client's raw PushDense reaches a stock typed server.
+// from a shard (dense and sparse), and the client's raw PushDense reaches a
+// stock typed server.
 #include <catch2/catch.hpp>
 #include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/message_differencer.h>
@@ -12,9 +13,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <limits>
 #include <cstring>
 #include <future>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -289,6 +290,22 @@ TEST_CASE("the client's raw PushDense reaches a stock protobuf server intact") {
   loop.Shutdown();
 }
 
+// The code a shard answers `wire` (raw bytes) to, sent to `method` of
+// the ParameterServer service at `address` through gRPC's generic stub.
+grpc::StatusCode RawCallCode(const std::string& address,
+                             const std::string& method,
+                             const std::string& wire) {
+  grpc::GenericStub generic(*OpenChannel(address, ChannelSecurity{}));
+  grpc::Slice slice(wire);
+  grpc::ByteBuffer request(&slice, 1), answer;
+  grpc::ClientContext context;
+  std::promise<grpc::Status> finished;
+  generic.UnaryCall(&context, "/taups.v1.ParameterServer/" + method,
+                    grpc::StubOptions(), &request, &answer,
+                    [&](grpc::Status s) { finished.set_value(s); });
+  return finished.get_future().get().error_code();
+}
+
 TEST_CASE("a stock generated stub pushes to and pulls from a raw shard") {
   constexpr uint64_t kN = 300000;  // 1.2 MB: many HTTP/2 frames per message
   InProcessCluster cluster(1);
@@ -351,18 +368,9 @@ TEST_CASE("a stock generated stub pushes to and pulls from a raw shard") {
   CHECK(pulled == expected);
   // A malformed request is refused with a precise code, and changes nothing.
   {
-    grpc::GenericStub generic(
-        *OpenChannel(cluster.addresses[0], ChannelSecurity{}));
-    const std::string wire("\x0a\x01w\x1a\x10short", 9);
-    grpc::Slice slice(wire);
-    grpc::ByteBuffer bad(&slice, 1), answer;
-    grpc::ClientContext context;
-    std::promise<grpc::Status> finished;
-    generic.UnaryCall(&context, "/taups.v1.ParameterServer/PushDense",
-                      grpc::StubOptions(), &bad, &answer,
-                      [&](grpc::Status s) { finished.set_value(s); });
-    const grpc::Status status = finished.get_future().get();
-    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(RawCallCode(cluster.addresses[0], "PushDense",
+                      std::string("\x0a\x01w\x1a\x10short", 9)) ==
+          grpc::StatusCode::INVALID_ARGUMENT);
     REQUIRE(client->PullDense("w", absl::MakeSpan(pulled)).ok());
     CHECK(pulled == expected);
   }
@@ -418,6 +426,116 @@ TEST_CASE("a NaN or Inf in a payload gathered from many frames is refused, namin
   REQUIRE(info.ok());
   CHECK(info->shard_versions.at(0) == 0);
   CHECK(pulled == std::vector<float>(kN, 0.0f));
+}
+
+std::string PackKeys(const std::vector<uint64_t>& keys) {
+  return std::string(reinterpret_cast<const char*>(keys.data()),
+                     keys.size() * sizeof(uint64_t));
+}
+
+std::string PackFloats(const std::vector<float>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()),
+                     values.size() * sizeof(float));
+}
+
+// A PushSparse from a stock generated stub; its status code.
+grpc::StatusCode StockPushSparse(v1::ParameterServer::Stub* stub,
+                                 const std::vector<uint64_t>& keys,
+                                 const std::string& gradients, uint64_t seq,
+                                 v1::PushResponse* response) {
+  v1::PushSparseRequest request;
+  request.set_table("emb");
+  request.set_keys(PackKeys(keys));
+  request.set_gradients(gradients);
+  request.mutable_origin()->set_worker_id(42);
+  request.mutable_origin()->set_worker_incarnation(1);
+  request.mutable_origin()->set_seq(seq);
+  grpc::ClientContext context;
+  return stub->PushSparse(&context, request, response).error_code();
+}
+
+// The rows of `keys` as a stock stub pulls them (raw bytes).
+std::string StockPullSparse(v1::ParameterServer::Stub* stub,
+                            const std::vector<uint64_t>& keys) {
+  v1::PullSparseRequest request;
+  request.set_table("emb");
+  request.set_keys(PackKeys(keys));
+  request.set_worker_id(42);
+  grpc::ClientContext context;
+  v1::PullSparseResponse response;
+  const grpc::Status status = stub->PullSparse(&context, request, &response);
+  REQUIRE(status.ok());
+  CHECK_FALSE(response.encoded());
+  return response.values();
+}
+
+TEST_CASE("a stock generated stub pushes to and pulls from a raw sparse shard") {
+  constexpr uint32_t kDim = 16;
+  constexpr uint64_t kKeys = 20000;  // 1.28 MB of rows: many HTTP/2 frames
+  InProcessCluster cluster(1);
+  auto client = cluster.Connect(0);
+  TableConfig config = TableConfig::Sparse("emb", kDim);
+  config.optimizer.kind = OptimizerKind::kSgd;
+  config.optimizer.learning_rate = 0.5f;
+  config.initializer.kind = InitializerKind::kZeros;
+  REQUIRE(client->CreateTable(config).ok());
+
+  std::vector<uint64_t> keys(kKeys);
+  for (uint64_t i = 0; i < kKeys; ++i) keys[i] = i * 7919 + 3;
+  std::vector<float> g1(kKeys * kDim), g2(kKeys * kDim);
+  for (size_t i = 0; i < g1.size(); ++i) {
+    g1[i] = static_cast<float>(i % 97) * 0.25f;
+    g2[i] = static_cast<float>(i % 13) - 6.0f;
+  }
+  // The library's client: raw PushSparse (its merged rows borrowed).
+  REQUIRE(client->PushSparse("emb", keys, g1).ok());
+  auto stub = v1::ParameterServer::NewStub(
+      *OpenChannel(cluster.addresses[0], ChannelSecurity{}));
+  {
+    v1::PushResponse response;
+    REQUIRE(StockPushSparse(stub.get(), keys, PackFloats(g2), 1, &response) ==
+            grpc::StatusCode::OK);
+    CHECK(response.accepted());
+  }
+  // Expected, computed here: zeros - 0.5 * g1 - 0.5 * g2, row by row.
+  std::vector<float> expected(kKeys * kDim);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    expected[i] = 0.0f - 0.5f * g1[i] - 0.5f * g2[i];
+  }
+  CHECK(StockPullSparse(stub.get(), keys) == PackFloats(expected));
+  // The library's raw pull lands the rows straight from the received
+  // slices, duplicates and order as asked.
+  std::vector<uint64_t> asked = {keys[5], keys[0], keys[5], keys[kKeys - 1]};
+  for (uint64_t k : keys) asked.push_back(k);
+  std::vector<float> pulled(asked.size() * kDim, -1.0f);
+  REQUIRE(client->PullSparse("emb", asked, absl::MakeSpan(pulled)).ok());
+  std::vector<float> want;
+  for (uint64_t i : {uint64_t{5}, uint64_t{0}, uint64_t{5}, kKeys - 1}) {
+    want.insert(want.end(), expected.begin() + i * kDim,
+                expected.begin() + (i + 1) * kDim);
+  }
+  want.insert(want.end(), expected.begin(), expected.end());
+  CHECK(PackFloats(pulled) == PackFloats(want));
+
+  // Refusals keep their codes and change nothing.
+  {
+    v1::PushResponse response;
+    // One float short of the keys' rows.
+    std::string short_rows = PackFloats(g2);
+    short_rows.resize(short_rows.size() - sizeof(float));
+    CHECK(StockPushSparse(stub.get(), keys, short_rows, 2, &response) ==
+          grpc::StatusCode::INVALID_ARGUMENT);
+    // A NaN in the last row.
+    std::vector<float> with_nan = g2;
+    with_nan.back() = std::numeric_limits<float>::quiet_NaN();
+    CHECK(StockPushSparse(stub.get(), keys, PackFloats(with_nan), 3,
+                          &response) == grpc::StatusCode::INVALID_ARGUMENT);
+    // Truncated wire bytes: a gradients field longer than the message.
+    CHECK(RawCallCode(cluster.addresses[0], "PushSparse",
+                      std::string("\x0a\x03\x65mb\x1a\x10short", 12)) ==
+          grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  CHECK(StockPullSparse(stub.get(), keys) == PackFloats(expected));
 }
 
 }  // namespace

@@ -76,6 +76,8 @@ class ReleaseJoin {
 
 constexpr char kPushDenseMethod[] = "/taups.v1.ParameterServer/PushDense";
 constexpr char kPullDenseMethod[] = "/taups.v1.ParameterServer/PullDense";
+constexpr char kPushSparseMethod[] = "/taups.v1.ParameterServer/PushSparse";
+constexpr char kPullSparseMethod[] = "/taups.v1.ParameterServer/PullSparse";
 
 }  // namespace
 
@@ -88,9 +90,9 @@ GrpcTransport::GrpcTransport(
   }
 }
 
-void GrpcTransport::SendRawPush(Channel& channel, absl::Duration timeout,
-                                EncodePush encode, v1::PushResponse* response,
-                                Done done) {
+void GrpcTransport::SendRawPush(Channel& channel, const char* method,
+                                absl::Duration timeout, EncodePush encode,
+                                v1::PushResponse* response, Done done) {
   struct Call {
     grpc::ClientContext context;
     grpc::ByteBuffer request;
@@ -104,7 +106,7 @@ void GrpcTransport::SendRawPush(Channel& channel, absl::Duration timeout,
   if (!encoded.ok()) return join->Finished(encoded);
   call->context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   channel.generic->UnaryCall(
-      &call->context, kPushDenseMethod, grpc::StubOptions(), &call->request,
+      &call->context, method, grpc::StubOptions(), &call->request,
       &call->response, [call, join, response](grpc::Status status) {
         absl::Status result = FromGrpcStatus(status);
         if (result.ok()) result = DecodeMessage(call->response, response);
@@ -119,7 +121,7 @@ void GrpcTransport::SendPushDense(absl::Duration timeout,
                                   absl::string_view gradient,
                                   v1::PushResponse* response, Done done) {
   SendRawPush(
-      Pick(), timeout,
+      Pick(), kPushDenseMethod, timeout,
       [&](std::function<void()> on_release, grpc::ByteBuffer* out) {
         return EncodeWithPayload(header,
                                  v1::PushDenseRequest::kGradientFieldNumber,
@@ -128,46 +130,90 @@ void GrpcTransport::SendPushDense(absl::Duration timeout,
       response, std::move(done));
 }
 
-void GrpcTransport::PullDenseInto(absl::Duration timeout,
-                                  const v1::PullDenseRequest& request,
-                                  v1::PullDenseResponse* response,
-                                  absl::Span<char> values, bool* landed,
-                                  Done done) {
+namespace {
+
+// One raw pull through `channel`'s generic stub: `request` serialized by
+// protobuf, the answer's field `field` left in the received slices and
+// handed to `land(payload)`, which returns whether it took the values (else
+// they are copied into the response's field, as protobuf would).
+template <typename Request, typename Response, typename Land>
+void RawPull(grpc::GenericStub* generic, const char* method,
+             absl::Duration timeout, const Request& request,
+             Response* response, uint32_t field, Land land,
+             ShardTransport::Done done) {
   struct Call {
     grpc::ClientContext context;
     grpc::ByteBuffer request;
     grpc::ByteBuffer response;
   };
-  *landed = false;
   auto call = std::make_shared<Call>();
   if (absl::Status encoded = EncodeMessage(request, &call->request);
       !encoded.ok()) {
     return done(encoded);
   }
   call->context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  Pick().generic->UnaryCall(
-      &call->context, kPullDenseMethod, grpc::StubOptions(), &call->request,
+  generic->UnaryCall(
+      &call->context, method, grpc::StubOptions(), &call->request,
       &call->response,
-      [call, response, values, landed, done = std::move(done)](
-          grpc::Status status) {
+      [call, response, field, land = std::move(land),
+       done = std::move(done)](grpc::Status status) {
         absl::Status result = FromGrpcStatus(status);
         if (result.ok()) {
           PayloadPieces payload;
-          result = DecodeLeavingPayload(
-              call->response, v1::PullDenseResponse::kValuesFieldNumber,
-              response, &payload);
-          if (result.ok() && !response->encoded() &&
-              payload.size() == values.size()) {
-            // The one copy: from gRPC's received slices to the caller.
-            payload.CopyTo(values.data());
-            *landed = true;
-          } else if (result.ok()) {
+          result = DecodeLeavingPayload(call->response, field, response,
+                                        &payload);
+          if (result.ok() && !land(payload)) {
             payload.AssignTo(response->mutable_values());
           }
         }
         call->response.Clear();
         done(std::move(result));
       });
+}
+
+}  // namespace
+
+void GrpcTransport::PullDenseInto(absl::Duration timeout,
+                                  const v1::PullDenseRequest& request,
+                                  v1::PullDenseResponse* response,
+                                  absl::Span<char> values, bool* landed,
+                                  Done done) {
+  *landed = false;
+  RawPull(Pick().generic.get(), kPullDenseMethod, timeout, request, response,
+          v1::PullDenseResponse::kValuesFieldNumber,
+          [response, values, landed](const PayloadPieces& payload) {
+            if (response->encoded() || payload.size() != values.size()) {
+              return false;
+            }
+            // The one copy: from gRPC's received slices to the caller.
+            payload.CopyTo(values.data());
+            *landed = true;
+            return true;
+          },
+          std::move(done));
+}
+
+void GrpcTransport::PullSparseInto(
+    absl::Duration timeout, const v1::PullSparseRequest& request,
+    v1::PullSparseResponse* response, size_t values_size,
+    const std::function<void(SparsePullCall::Read)>& land, bool* landed,
+    Done done) {
+  *landed = false;
+  RawPull(Pick().generic.get(), kPullSparseMethod, timeout, request, response,
+          v1::PullSparseResponse::kValuesFieldNumber,
+          [response, values_size, &land, landed](const PayloadPieces& payload) {
+            if (response->encoded() || payload.size() != values_size) {
+              return false;
+            }
+            // The one copy: each row from gRPC's received slices to the
+            // caller's rows.
+            land([&payload](size_t offset, size_t n, char* dest) {
+              payload.CopyRange(offset, n, dest);
+            });
+            *landed = true;
+            return true;
+          },
+          std::move(done));
 }
 
 void GrpcTransport::Send(Rpc rpc, absl::Duration timeout,
@@ -187,7 +233,7 @@ void GrpcTransport::Send(Rpc rpc, absl::Duration timeout,
                     std::move(done));
     case Rpc::kPushDense:
       return SendRawPush(
-          channel, timeout,
+          channel, kPushDenseMethod, timeout,
           [&](std::function<void()> on_release, grpc::ByteBuffer* out) {
             return EncodeBorrowingField(
                 request, v1::PushDenseRequest::kGradientFieldNumber,
@@ -198,8 +244,15 @@ void GrpcTransport::Send(Rpc rpc, absl::Duration timeout,
       return Invoke(stub, timeout, &Async::PullSparse, request, response,
                     std::move(done));
     case Rpc::kPushSparse:
-      return Invoke(stub, timeout, &Async::PushSparse, request, response,
-                    std::move(done));
+      // The merged rows are the request's own bytes: borrowed, not copied.
+      return SendRawPush(
+          channel, kPushSparseMethod, timeout,
+          [&](std::function<void()> on_release, grpc::ByteBuffer* out) {
+            return EncodeBorrowingField(
+                request, v1::PushSparseRequest::kGradientsFieldNumber,
+                std::move(on_release), out);
+          },
+          static_cast<v1::PushResponse*>(response), std::move(done));
     case Rpc::kRegister:
       return Invoke(stub, timeout, &Async::Register, request, response,
                     std::move(done));

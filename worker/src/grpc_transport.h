@@ -2,12 +2,12 @@
 // (each its own TCP connection) to one shard; calls are spread round-robin,
 // each with a deadline of `timeout` from when it is sent.
 //
-// PushDense goes out through gRPC's generic API with hand-made bytes
-// (proto/raw_payload.h): the request's other fields serialized by protobuf,
-// its gradient as a slice borrowing the request's own bytes (Send), or the
-// caller's memory beside the header (SendPushDense), so the tensor is not
-// copied into gRPC's buffers. The bytes are ps.proto's
-// PushDenseRequest; any shard parses them. The caller may free the request
+// PushDense and PushSparse go out through gRPC's generic API with hand-made
+// bytes (proto/raw_payload.h): the request's other fields serialized by
+// protobuf, its gradient(s) as a slice borrowing the request's own bytes
+// (Send), or the caller's memory beside the header (SendPushDense), so the
+// tensor is not copied into gRPC's buffers. The bytes are ps.proto's
+// PushDenseRequest / PushSparseRequest; any shard parses them. The caller may free the request
 // as soon as `done` has run (the Send contract): an OK answer means every
 // byte reached the shard; a call that ended otherwise (a deadline, a
 // cancel) runs `done` only once gRPC has let go of the borrowed bytes.
@@ -52,6 +52,13 @@ class GrpcTransport final : public ShardTransport {
                      const v1::PullDenseRequest& request,
                      v1::PullDenseResponse* response, absl::Span<char> values,
                      bool* landed, Done done) override;
+  // The same for PullSparse: `land` reads the rows straight from gRPC's
+  // received slices (one copy, into the caller's rows).
+  void PullSparseInto(absl::Duration timeout,
+                      const v1::PullSparseRequest& request,
+                      v1::PullSparseResponse* response, size_t values_size,
+                      const std::function<void(SparsePullCall::Read)>& land,
+                      bool* landed, Done done) override;
 
  private:
   struct Channel {
@@ -63,9 +70,11 @@ class GrpcTransport final : public ShardTransport {
   // release callback runs (proto/raw_payload.h).
   using EncodePush = std::function<absl::Status(std::function<void()>,
                                                 grpc::ByteBuffer* out)>;
-  // PushDense with its gradient borrowed (see the header comment); `encode`
-  // runs before this returns.
-  void SendRawPush(Channel& channel, absl::Duration timeout, EncodePush encode,
+  // A push (`method`: PushDense's or PushSparse's full name) with its
+  // tensor borrowed (see the header comment); `encode` runs before this
+  // returns.
+  void SendRawPush(Channel& channel, const char* method,
+                   absl::Duration timeout, EncodePush encode,
                    v1::PushResponse* response, Done done);
 
   std::vector<Channel> channels_;

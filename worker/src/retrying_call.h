@@ -57,10 +57,10 @@ inline constexpr bool kResendOnDeadline<DensePushCall> = true;
 // `done` runs exactly once with the final status, the response and the
 // request (both valid only during the callback; the request may be moved
 // out, to send it again as another call). A resend is the same request: a
-// push keeps its seq, so the shard answers it once. DensePushCall and
-// DensePullCall go through the transport's SendPushDense / PullDenseInto
-// (their tensor borrowed, by every attempt); every other request through
-// Send.
+// push keeps its seq, so the shard answers it once. DensePushCall,
+// DensePullCall and SparsePullCall go through the transport's
+// SendPushDense / PullDenseInto / PullSparseInto (their tensor borrowed or
+// landed, by every attempt); every other request through Send.
 template <typename Request>
 class RetryingCall
     : public std::enable_shared_from_this<RetryingCall<Request>> {
@@ -100,6 +100,11 @@ class RetryingCall
       transport_->PullDenseInto(policy_.call_timeout, request_.header,
                                 &response_, request_.values, &request_.landed,
                                 std::move(done));
+    } else if constexpr (std::is_same_v<Request, SparsePullCall>) {
+      transport_->PullSparseInto(policy_.call_timeout, request_.header,
+                                 &response_, request_.values_size,
+                                 request_.land, &request_.landed,
+                                 std::move(done));
     } else {
       transport_->Send(RpcOf<Request>::kRpc, policy_.call_timeout, request_,
                        &response_, std::move(done));

@@ -39,4 +39,26 @@ void ShardTransport::PullDenseInto(absl::Duration timeout,
        });
 }
 
+void ShardTransport::PullSparseInto(
+    absl::Duration timeout, const v1::PullSparseRequest& request,
+    v1::PullSparseResponse* response, size_t values_size,
+    const std::function<void(SparsePullCall::Read)>& land, bool* landed,
+    Done done) {
+  *landed = false;
+  Send(Rpc::kPullSparse, timeout, request, response,
+       [response, values_size, &land, landed,
+        done = std::move(done)](absl::Status status) {
+         if (status.ok() && !response->encoded() &&
+             response->values().size() == values_size) {
+           const char* values = response->values().data();
+           land([values](size_t offset, size_t n, char* dest) {
+             std::memcpy(dest, values + offset, n);
+           });
+           response->clear_values();
+           *landed = true;
+         }
+         done(std::move(status));
+       });
+}
+
 }  // namespace taups

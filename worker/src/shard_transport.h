@@ -37,6 +37,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "absl/functional/function_ref.h"
 #include "common/rpc.h"
 #include "ps.pb.h"
 
@@ -91,6 +92,19 @@ struct DensePullCall {
   bool landed = false;
 };
 
+// A PullSparse whose raw answer is scattered by `land` straight from the
+// received bytes: `land(read)` runs once for an answer that is raw (not
+// `encoded`) and exactly `values_size` bytes, `read(offset, n, dest)`
+// copying bytes [offset, offset + n) of the values to `dest` (valid only
+// during `land`); `landed` says whether the last attempt's answer did so.
+struct SparsePullCall {
+  using Read = absl::FunctionRef<void(size_t offset, size_t n, char* dest)>;
+  v1::PullSparseRequest header;
+  size_t values_size = 0;
+  std::function<void(Read)> land;
+  bool landed = false;
+};
+
 template <>
 struct RpcOf<DensePushCall> {
   static constexpr Rpc kRpc = Rpc::kPushDense;
@@ -100,6 +114,12 @@ template <>
 struct RpcOf<DensePullCall> {
   static constexpr Rpc kRpc = Rpc::kPullDense;
   using Response = v1::PullDenseResponse;
+};
+
+template <>
+struct RpcOf<SparsePullCall> {
+  static constexpr Rpc kRpc = Rpc::kPullSparse;
+  using Response = v1::PullSparseResponse;
 };
 
 template <typename Request>
@@ -135,6 +155,17 @@ class ShardTransport {
                              const v1::PullDenseRequest& request,
                              v1::PullDenseResponse* response,
                              absl::Span<char> values, bool* landed, Done done);
+
+  // PullSparse whose answer, when it is raw and exactly `values_size`
+  // bytes, is handed to `land` (SparsePullCall) and left out of
+  // response->values(), with *landed set true before `done` runs; any other
+  // answer is in `response` as Send leaves it. `land` and `landed` stay
+  // valid until `done` has run. The default reads from the whole response.
+  virtual void PullSparseInto(
+      absl::Duration timeout, const v1::PullSparseRequest& request,
+      v1::PullSparseResponse* response, size_t values_size,
+      const std::function<void(SparsePullCall::Read)>& land, bool* landed,
+      Done done);
 };
 
 }  // namespace taups

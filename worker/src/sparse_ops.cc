@@ -93,7 +93,19 @@ absl::StatusOr<PullInfo> ClientCore::PullSparse(
   std::shared_ptr<TableCompression> compression = CompressionOf(name);
   for (uint32_t s = 0; s < groups.size(); ++s) {
     if (groups[s].keys.empty()) continue;
-    v1::PullSparseRequest request;
+    const ShardKeys* group = &groups[s];
+    const size_t row_bytes = size_t{dim} * sizeof(float);
+    // A raw answer is copied once, by the transport, from the received
+    // bytes straight into the caller's rows (duplicates each get theirs).
+    SparsePullCall call;
+    call.values_size = group->keys.size() * row_bytes;
+    call.land = [group, rows, dim, row_bytes](SparsePullCall::Read read) {
+      for (const auto& [request_index, key_index] : group->positions) {
+        read(size_t{key_index} * row_bytes, row_bytes,
+             reinterpret_cast<char*>(rows.data() + size_t{request_index} * dim));
+      }
+    };
+    v1::PullSparseRequest& request = call.header;
     request.set_table(name);
     PackInto<uint64_t>(groups[s].keys, request.mutable_keys());
     request.set_worker_id(options_.worker_id);
@@ -104,16 +116,20 @@ absl::StatusOr<PullInfo> ClientCore::PullSparse(
       request.set_pull_codec(static_cast<v1::Codec>(compression->config().pull));
       request.set_pull_bucket_size(compression->config().pull_bucket_size);
     }
-    const ShardKeys* group = &groups[s];
-    Call<v1::PullSparseRequest>(
-        s, std::move(request),
-        [this, s, group, fan, state, rows, dim, compression, with_versions](
-            const absl::Status& status, v1::PullSparseResponse* response) {
+    CallKeeping<SparsePullCall>(
+        policy_, s, std::move(call),
+        [this, s, group, fan, state, rows, dim, row_bytes, compression,
+         with_versions](const absl::Status& status,
+                        v1::PullSparseResponse* response,
+                        SparsePullCall* sent) {
           if (!status.ok()) return fan->Report(status);
-          const size_t row_bytes = size_t{dim} * sizeof(float);
           std::vector<float> decoded;
           const char* src = response->values().data();
-          if (response->encoded()) {
+          uint64_t wire_bytes = response->values().size();
+          if (sent->landed) {
+            wire_bytes = group->keys.size() * row_bytes;
+            src = nullptr;  // the rows are in place already
+          } else if (response->encoded()) {
             decoded.resize(group->keys.size() * dim);
             absl::Status ok = DecodePulled(response->values(), absl::MakeSpan(decoded));
             if (!ok.ok()) {
@@ -126,11 +142,12 @@ absl::StatusOr<PullInfo> ClientCore::PullSparse(
                 "shard ", s, " returned ", response->values().size(),
                 " bytes for ", group->keys.size(), " rows")));
           }
-          compression->CountPull(group->keys.size() * row_bytes,
-                                 response->values().size());
-          for (const auto& [request_index, key_index] : group->positions) {
-            std::memcpy(rows.data() + size_t{request_index} * dim,
-                        src + size_t{key_index} * row_bytes, row_bytes);
+          compression->CountPull(group->keys.size() * row_bytes, wire_bytes);
+          if (src != nullptr) {
+            for (const auto& [request_index, key_index] : group->positions) {
+              std::memcpy(rows.data() + size_t{request_index} * dim,
+                          src + size_t{key_index} * row_bytes, row_bytes);
+            }
           }
           if (with_versions) {
             const std::string& versions = response->row_versions();
