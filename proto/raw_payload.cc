@@ -404,6 +404,7 @@ absl::Status DecodeLeavingPayload(const grpc::ByteBuffer& buffer,
                                   PayloadPieces* payload) {
   payload->pieces_.clear();
   payload->starts_.clear();
+  payload->hint_ = 0;
   payload->size_ = 0;
   absl::Status decoded =
       DecodeSplit(buffer, field, header, &payload->slices_,
@@ -421,19 +422,32 @@ absl::Status DecodeLeavingPayload(const grpc::ByteBuffer& buffer,
 
 void PayloadPieces::CopyRange(size_t offset, size_t n, char* dest) const {
   if (n == 0) return;
-  // The last piece starting at or before `offset`.
-  size_t i = static_cast<size_t>(
-      std::upper_bound(starts_.begin(), starts_.end(), offset) -
-      starts_.begin() - 1);
+  // The last piece starting at or before `offset`: the one the previous
+  // range ended in, or the next, when the ranges come in offset order (a
+  // sparse pull lands its rows so); a binary search otherwise.
+  size_t i = hint_;
+  if (!(i < starts_.size() && starts_[i] <= offset &&
+        offset - starts_[i] < pieces_[i].size())) {
+    if (i + 1 < starts_.size() && starts_[i + 1] <= offset &&
+        offset - starts_[i + 1] < pieces_[i + 1].size()) {
+      ++i;
+    } else {
+      i = static_cast<size_t>(
+          std::upper_bound(starts_.begin(), starts_.end(), offset) -
+          starts_.begin() - 1);
+    }
+  }
   size_t at = offset - starts_[i];
-  while (n > 0) {
+  while (true) {
     const size_t take = std::min(n, pieces_[i].size() - at);
     std::memcpy(dest, pieces_[i].data() + at, take);
-    dest += take;
     n -= take;
+    if (n == 0) break;
+    dest += take;
     ++i;
     at = 0;
   }
+  hint_ = i;
 }
 
 void PayloadPieces::CopyTo(char* dest) const {

@@ -146,8 +146,10 @@ class PayloadPieces {
   // Makes `out` the payload (one copy).
   void AssignTo(std::string* out) const;
   // Writes bytes [offset, offset + n) of the payload to `dest`; the range
-  // must lie within size(). Finds the first piece by binary search, so
-  // scattering many small ranges (a sparse pull's rows) stays cheap.
+  // must lie within size(). Ranges asked in offset order (a sparse pull's
+  // distinct rows) find their piece in constant time from the last one;
+  // any other range by binary search. Not thread-safe: the remembered
+  // piece is written even though the method is const.
   void CopyRange(size_t offset, size_t n, char* dest) const;
 
  private:
@@ -157,6 +159,7 @@ class PayloadPieces {
   std::vector<grpc::Slice> slices_;
   std::vector<absl::string_view> pieces_;
   std::vector<size_t> starts_;  // each piece's offset in the payload
+  mutable size_t hint_ = 0;     // the piece the last CopyRange ended in
   size_t size_ = 0;
 };
 

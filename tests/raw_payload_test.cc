@@ -174,6 +174,37 @@ TEST_CASE("a gathered float payload is measured in the copy, floats straddling s
   }
 }
 
+TEST_CASE("CopyRange reads any range of a sliced payload, in order or not") {
+  const v1::PushDenseRequest request = FullRequest(Bytes(50000, 3));
+  const std::string& want = request.gradient();
+  const grpc::ByteBuffer buffer = Sliced(request.SerializeAsString(), 999);
+  v1::PushDenseRequest header;
+  PayloadPieces payload;
+  REQUIRE(DecodeLeavingPayload(buffer, kGradient, &header, &payload).ok());
+  REQUIRE(payload.size() == want.size());
+  auto range = [&](size_t offset, size_t n) {
+    std::string got(n, '\0');
+    payload.CopyRange(offset, n, got.data());
+    return got;
+  };
+  // Rows of 64 bytes in order (many cross a piece's end), then 3000-byte
+  // ranges spanning several pieces, then ranges out of order.
+  for (size_t at = 0; at + 64 <= want.size(); at += 64) {
+    REQUIRE(range(at, 64) == want.substr(at, 64));
+  }
+  for (size_t at = 0; at + 3000 <= want.size(); at += 3001) {
+    REQUIRE(range(at, 3000) == want.substr(at, 3000));
+  }
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 2000; ++i) {
+    const size_t n = rng() % 2048 + 1;
+    const size_t at = rng() % (want.size() - n + 1);
+    REQUIRE(range(at, n) == want.substr(at, n));
+  }
+  CHECK(range(want.size() - 1, 1) == want.substr(want.size() - 1));
+  CHECK(range(0, want.size()) == want);
+}
+
 TEST_CASE("a repeated payload field: the last one wins, as in protobuf") {
   v1::PushDenseRequest first, second;
   first.set_gradient("first");

@@ -1,6 +1,7 @@
 // ClientCore's sparse-table calls: keys grouped by shard, duplicates fetched
 // once (pull) or summed (push), one RPC per shard in flight at once.
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
@@ -96,13 +97,27 @@ absl::StatusOr<PullInfo> ClientCore::PullSparse(
     const ShardKeys* group = &groups[s];
     const size_t row_bytes = size_t{dim} * sizeof(float);
     // A raw answer is copied once, by the transport, from the received
-    // bytes straight into the caller's rows (duplicates each get theirs).
+    // bytes straight into the caller's rows. Each answer row is read once,
+    // at its key's first position (these come in key order, as
+    // GroupKeysByShard numbers keys, so the reads walk the received bytes
+    // in order); a repeated key copies its first position's row, already in
+    // the caller's buffer.
     SparsePullCall call;
     call.values_size = group->keys.size() * row_bytes;
     call.land = [group, rows, dim, row_bytes](SparsePullCall::Read read) {
+      std::vector<uint32_t> first(group->keys.size());
+      uint32_t next_new = 0;
       for (const auto& [request_index, key_index] : group->positions) {
-        read(size_t{key_index} * row_bytes, row_bytes,
-             reinterpret_cast<char*>(rows.data() + size_t{request_index} * dim));
+        float* dest = rows.data() + size_t{request_index} * dim;
+        if (key_index == next_new) {
+          ++next_new;
+          first[key_index] = request_index;
+          read(size_t{key_index} * row_bytes, row_bytes,
+               reinterpret_cast<char*>(dest));
+        } else {
+          std::memcpy(dest, rows.data() + size_t{first[key_index]} * dim,
+                      row_bytes);
+        }
       }
     };
     v1::PullSparseRequest& request = call.header;
