@@ -10,12 +10,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "httplib.h"
 #include "taups/client.h"
 #include "tests/process_harness.h"
@@ -213,14 +217,66 @@ std::vector<Shard> StartCheckpointedPair(const TempDir& run, const TempDir& stat
 
 // Kills shard `index` with -9 and, `down` later, starts it again on its port
 // from its checkpoint directory (as systemd would), logging into `dir`.
+// `killed` (if set) runs once the shard is gone, before the pause.
 void KillAndRestart(std::vector<Shard>& shards, int index, const TempDir& dir,
-                    const TempDir& state, absl::Duration down) {
+                    const TempDir& state, absl::Duration down,
+                    const std::function<void()>& killed = nullptr) {
   const int port = shards[index].port;
   REQUIRE(kill(shards[index].process->pid(), SIGKILL) == 0);
   shards[index].process->Wait(absl::Seconds(5));
+  if (killed) killed();
   absl::SleepFor(down);
   shards[index] = StartShard(dir.path(), index, 2, port,
                              absl::StrCat(state.path(), "/shard", index));
+}
+
+// Shard `index`'s version of each table, from `ps_admin status`.
+std::map<std::string, uint64_t> TableVersions(const TempDir& dir,
+                                              const std::vector<Shard>& shards,
+                                              int index) {
+  const std::string text =
+      testing::RunAdmin(dir, shards, {"--tables=ctr_mlp,ctr_embeddings", "status"});
+  INFO(text);
+  std::map<std::string, uint64_t> versions;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    // TABLE SHARD VERSION POLICY ...: the table rows have 12 cells.
+    std::vector<std::string> cells = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (cells.size() != 12 || cells[1] != absl::StrCat(index)) continue;
+    uint64_t version = 0;
+    if (absl::SimpleAtoi(cells[2], &version)) versions[cells[0]] = version;
+  }
+  return versions;
+}
+
+// The version each table was restored at, from a restarted shard's log
+// ("restored table 'T' at version V").
+std::map<std::string, uint64_t> RestoredVersions(const std::string& log) {
+  std::map<std::string, uint64_t> versions;
+  const std::regex line("restored table '([^']+)' at version ([0-9]+)");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line);
+       it != std::sregex_iterator(); ++it) {
+    versions[(*it)[1].str()] = std::stoull((*it)[2].str());
+  }
+  return versions;
+}
+
+// A worker's "shard 1 restarted: table 'T' went back from version B to A; N
+// updates this worker saw are lost" line.
+struct LostLine {
+  std::string table;
+  uint64_t before = 0, after = 0, lost = 0;
+};
+std::vector<LostLine> LostLines(const std::string& output) {
+  std::vector<LostLine> lines;
+  const std::regex line(
+      "shard 1 restarted: table '([^']+)' went back from version ([0-9]+) to "
+      "([0-9]+); ([0-9]+) updates this worker saw are lost");
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
+       it != std::sregex_iterator(); ++it) {
+    lines.push_back({(*it)[1].str(), std::stoull((*it)[2].str()),
+                     std::stoull((*it)[3].str()), std::stoull((*it)[4].str())});
+  }
+  return lines;
 }
 
 // The issue's scenario on real processes: kill -9 one of two shards in the
@@ -233,9 +289,16 @@ TEST_CASE("workers ride through a shard killed and restarted mid-training") {
       run, shards, 2,
       {"--model=ctr", "--steps=400", "--eval_every=0", "--eval_examples=2000",
        "--log_every=100", "--retry_budget_s=60"});
-  // Let the workers train and shard 1 checkpoint, then kill it.
+  // Let the workers train and shard 1 checkpoint, then hold the workers
+  // still (their calls in flight land meanwhile), read shard 1's versions,
+  // kill it, and let the workers go on.
   absl::SleepFor(absl::Seconds(6));
-  KillAndRestart(shards, 1, restart_run, state, absl::Seconds(1));
+  for (auto& w : workers) REQUIRE(kill(w->pid(), SIGSTOP) == 0);
+  absl::SleepFor(absl::Milliseconds(300));
+  const std::map<std::string, uint64_t> at_kill = TableVersions(run, shards, 1);
+  KillAndRestart(shards, 1, restart_run, state, absl::Seconds(1), [&workers] {
+    for (auto& w : workers) REQUIRE(kill(w->pid(), SIGCONT) == 0);
+  });
   const std::vector<testing::WorkerRun> runs =
       testing::WaitForWorkers(workers, absl::Minutes(4));
   for (const testing::WorkerRun& r : runs) {
@@ -254,6 +317,40 @@ TEST_CASE("workers ride through a shard killed and restarted mid-training") {
   const std::string log = shards[1].process->Output();
   INFO(log);
   REQUIRE(log.find("restored table 'ctr_embeddings' at version") != std::string::npos);
+  const std::map<std::string, uint64_t> restored = RestoredVersions(log);
+  REQUIRE(restored.size() == 2);  // ctr_mlp and ctr_embeddings
+  REQUIRE(at_kill.size() == 2);
+  uint64_t most_lost = 0;  // what any worker could have seen lost, at most
+  for (const auto& [table, version] : restored) {
+    REQUIRE(at_kill.count(table) == 1);
+    REQUIRE(at_kill.at(table) >= version);
+    most_lost += at_kill.at(table) - version;
+  }
+  REQUIRE(most_lost > 0);  // the kill came well after the last checkpoint?
+  for (const testing::WorkerRun& r : runs) {
+    INFO(r.output << "\n" << r.json);
+    // One line per table of shard 1; the summary sums them.
+    const std::vector<LostLine> lines = LostLines(r.output);
+    REQUIRE(lines.size() == 2);
+    uint64_t lost = 0;
+    for (const LostLine& line : lines) {
+      REQUIRE(restored.count(line.table) == 1);
+      // Before: no newer than shard 1 was at the kill, and at most the two
+      // workers' pushes in flight older (each pushes one step at a time).
+      CHECK(line.before <= at_kill.at(line.table));
+      CHECK(line.before + 2 >= at_kill.at(line.table));
+      // After: the restored version, or later when the other worker's
+      // pushes reached the restored shard first.
+      CHECK(line.after >= restored.at(line.table));
+      CHECK(line.lost == (line.before > line.after ? line.before - line.after : 0));
+      lost += line.lost;
+    }
+    CHECK(testing::JsonNumber(r.json, "updates_lost") == static_cast<double>(lost));
+    CHECK(r.json.find(absl::StrCat("\"updates_lost_by_shard\":[0,", lost, "]")) !=
+          std::string::npos);
+    CHECK(lost <= most_lost);
+    CHECK(lost > 0);
+  }
   for (int s = 0; s < 2; ++s) REQUIRE(shards[s].process->Stop() == std::optional<int>(0));
 }
 
@@ -314,6 +411,7 @@ TEST_CASE("a worker's /metrics counts the shard restart it rode through and its 
   const std::map<std::string, double> before = ScrapeWorker(http);
   REQUIRE(before.at("taups_worker_shard_restarts_total{shard=\"0\"}") == 0);
   REQUIRE(before.at("taups_worker_shard_restarts_total{shard=\"1\"}") == 0);
+  REQUIRE(before.at("taups_worker_updates_lost_total{shard=\"1\"}") == 0);
   REQUIRE(before.count(
               "taups_worker_rpc_retries_total{method=\"PushSparse\",reason=\"unavailable\"}") == 1);
   REQUIRE(SumOf(before, "taups_worker_rpc_retries_total") == 0);
@@ -330,6 +428,8 @@ TEST_CASE("a worker's /metrics counts the shard restart it rode through and its 
   REQUIRE(worker.Wait(absl::ZeroDuration()) == std::nullopt);  // still training
   CHECK(after.at("taups_worker_shard_restarts_total{shard=\"1\"}") == 1);
   CHECK(after.at("taups_worker_shard_restarts_total{shard=\"0\"}") == 0);
+  CHECK(after.at("taups_worker_updates_lost_total{shard=\"0\"}") == 0);
+  CHECK(after.count("taups_worker_updates_lost_total{shard=\"1\"}") == 1);
   CHECK(SumOf(after, "taups_worker_rpc_retries_total") >= 1);
   // Its series exists per shard (heartbeats every lease/4 may all miss a
   // 500 ms outage; client_server_membership_test counts real failures).

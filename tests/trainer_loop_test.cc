@@ -367,9 +367,11 @@ TEST_CASE("Training summary JSON", "[trainer][loop]") {
                   "\"excess_logloss\":0.0625,\"auc\":0.7},{\"step\":200,") !=
         std::string::npos);
   CHECK(json.back() == '}');
-  // What the client rode through: shard 1 restarted once; 3 + 2 retries.
+  // What the client rode through: shard 1 restarted once (losing 328
+  // updates); 3 + 2 retries.
   ClientEvents events;
   events.shard_restarts = {0, 1};
+  events.updates_lost = {0, 328};  // its tables went back 328 versions
   events.retries = {{Rpc::kPushSparse, absl::StatusCode::kUnavailable, 3},
                     {Rpc::kPushSparse, absl::StatusCode::kDeadlineExceeded, 2}};
   events.push_redos = {0, 1};  // one push redone on shard 1
@@ -378,6 +380,7 @@ TEST_CASE("Training summary JSON", "[trainer][loop]") {
   const std::string with_events = s.ToJson();
   CHECK(with_events.find(
             ",\"shard_restarts\":1,\"shard_restarts_by_shard\":[0,1],"
+            "\"updates_lost\":328,\"updates_lost_by_shard\":[0,328],"
             "\"rpc_retries\":5,\"rpc_retries_by\":[{\"method\":\"PushSparse\","
             "\"reason\":\"unavailable\",\"retries\":3},{\"method\":\"PushSparse\","
             "\"reason\":\"deadline_exceeded\",\"retries\":2}],\"push_redos\":1,"

@@ -60,6 +60,7 @@ ClientCore::ClientCore(const ClientOptions& options,
       registrations_(new std::atomic<uint64_t>[shards_.size()]),
       redos_(new std::atomic<uint64_t>[shards_.size()]),
       heartbeat_failures_(new std::atomic<uint64_t>[shards_.size()]),
+      lost_updates_(shards_.size()),
       leases_(new ShardLease[shards_.size()]),
       ownership_(std::make_shared<const OwnershipMap>(
           OwnershipMap::Initial(static_cast<uint32_t>(shards_.size())))) {
@@ -106,6 +107,7 @@ bool ClientCore::NoteIncarnation(uint32_t shard, uint64_t incarnation) {
     // push that reached the new process unregistered would be refused, and
     // the refusal is what its seq answers from then on.
     leases_[shard].renewed_ns = 0;
+    lost_updates_.Restarted(shard);
     spdlog::warn(
         "shard {} restarted (incarnation {:016x} -> {:016x}); pull before the "
         "next push, registering again first",
@@ -115,6 +117,13 @@ bool ClientCore::NoteIncarnation(uint32_t shard, uint64_t incarnation) {
   return false;
 }
 
+bool ClientCore::NoteAnswer(uint32_t shard, uint64_t incarnation,
+                            const std::string& table, uint64_t version) {
+  const bool restarted = NoteIncarnation(shard, incarnation);
+  lost_updates_.Saw(shard, table, version);
+  return restarted;
+}
+
 ClientEvents ClientCore::Events() const {
   ClientEvents events;
   for (size_t s = 0; s < shards_.size(); ++s) {
@@ -122,6 +131,7 @@ ClientEvents ClientCore::Events() const {
     events.push_redos.push_back(redos_[s].load());
     events.heartbeat_failures.push_back(heartbeat_failures_[s].load());
   }
+  events.updates_lost = lost_updates_.ByShard();
   events.retries = retries_.Counts();
   return events;
 }

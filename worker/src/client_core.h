@@ -46,6 +46,7 @@
 #include "taups/client.h"
 #include "worker/src/delayed_runner.h"
 #include "worker/src/retrying_call.h"
+#include "worker/src/lost_updates.h"
 #include "worker/src/row_version_basis.h"
 #include "worker/src/shard_router.h"
 #include "worker/src/shard_transport.h"
@@ -174,6 +175,11 @@ class ClientCore final : public Client {
       const std::string& table);
   // Tracks the shard's incarnation; true if it changed since last seen.
   bool NoteIncarnation(uint32_t shard, uint64_t incarnation);
+  // NoteIncarnation, then records `version` (a pull's version or a push's
+  // new version; 0: none) of `table` from `shard` in lost_updates_, which
+  // counts how far the first answer after a restart went back.
+  bool NoteAnswer(uint32_t shard, uint64_t incarnation, const std::string& table,
+                  uint64_t version);
   v1::PushOrigin NextOrigin();
   // Moves `table`'s clock up to `step` if it is behind. Each table has its
   // own clock: the steps this worker completed (Clock()) plus how far that
@@ -395,6 +401,7 @@ class ClientCore final : public Client {
   std::unique_ptr<std::atomic<uint64_t>[]> redos_;
   // Per shard: heartbeats that failed (the shard was down, slow or refused).
   std::unique_ptr<std::atomic<uint64_t>[]> heartbeat_failures_;
+  LostUpdates lost_updates_;  // per shard, from the versions answered
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> clock_{0};
   mutable absl::Mutex clock_mu_;  // a leaf lock

@@ -4,9 +4,9 @@
 // the pushes it redid on a shard that had forgotten the worker (restarted,
 // or let its lease run out) and refused them.
 //
-// A shard does not tell the client how many updates its restart lost (it
-// logs that itself); what a client can know is that the shard restarted and
-// how often it had to retry meanwhile.
+// The updates a restart lost are counted as this worker saw them: per
+// table, the last version it saw from the shard before the restart minus the
+// version the restored shard first answered (LostUpdates).
 //
 // RetryCounter is thread-safe (one mutex; a retry is rare next to a call).
 // ClientEvents is a plain value.
@@ -46,6 +46,9 @@ inline std::string RetryReasonName(absl::StatusCode code) {
 struct ClientEvents {
   // Indexed by shard: how many times its incarnation changed.
   std::vector<uint64_t> shard_restarts;
+  // Indexed by shard: updates its restarts lost, as this worker saw them
+  // (summed over tables and restarts: version before - version after).
+  std::vector<uint64_t> updates_lost;
   // One entry per (rpc, code) retried at least once, in (rpc, code) order.
   std::vector<RetryCount> retries;
   // Indexed by shard: pushes whose part for that shard was refused because
@@ -60,6 +63,11 @@ struct ClientEvents {
   uint64_t total_restarts() const {
     uint64_t total = 0;
     for (uint64_t n : shard_restarts) total += n;
+    return total;
+  }
+  uint64_t total_updates_lost() const {
+    uint64_t total = 0;
+    for (uint64_t n : updates_lost) total += n;
     return total;
   }
   uint64_t total_redos() const {

@@ -116,7 +116,8 @@ std::future<absl::StatusOr<PullInfo>> ClientCore::PullDenseAsync(
           }
           compression->CountPull(slice.count * sizeof(float), wire_bytes);
           const bool restarted =
-              NoteIncarnation(slice.shard, response->server_incarnation());
+              NoteAnswer(slice.shard, response->server_incarnation(),
+                         sent->header.table(), response->version());
           {
             absl::MutexLock lock(&state->mu);
             // Slices of one shard may read different versions; keep the
@@ -275,8 +276,9 @@ std::future<absl::StatusOr<PushResult>> ClientCore::PushDenseImpl(
   }
   SendPush<DensePushCall>(
       std::move(by_shard),
-      [this, state](uint32_t shard, v1::PushResponse* response) {
-        NoteIncarnation(shard, response->server_incarnation());
+      [this, state, name](uint32_t shard, v1::PushResponse* response) {
+        NoteAnswer(shard, response->server_incarnation(), name,
+                   response->staged() ? 0 : response->new_version());
         absl::MutexLock lock(&state->mu);
         ShardPushResult& r = state->result.shards[shard];
         r.touched = true;

@@ -134,9 +134,9 @@ absl::StatusOr<PullInfo> ClientCore::PullSparse(
     CallKeeping<SparsePullCall>(
         policy_, s, std::move(call),
         [this, s, group, fan, state, rows, dim, row_bytes, compression,
-         with_versions](const absl::Status& status,
-                        v1::PullSparseResponse* response,
-                        SparsePullCall* sent) {
+         with_versions, name](const absl::Status& status,
+                              v1::PullSparseResponse* response,
+                              SparsePullCall* sent) {
           if (!status.ok()) return fan->Report(status);
           std::vector<float> decoded;
           const char* src = response->values().data();
@@ -177,8 +177,8 @@ absl::StatusOr<PullInfo> ClientCore::PullSparse(
                           sizeof(uint64_t));
             }
           }
-          const bool restarted =
-              NoteIncarnation(s, response->server_incarnation());
+          const bool restarted = NoteAnswer(s, response->server_incarnation(),
+                                            name, response->version());
           {
             absl::MutexLock lock(&state->mu);
             PullInfo& info = state->info;
@@ -310,8 +310,8 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
   }
   SendPush<v1::PushSparseRequest>(
       std::move(by_shard),
-      [this, &groups, state, with_rows](uint32_t s, v1::PushResponse* response) {
-        NoteIncarnation(s, response->server_incarnation());
+      [this, &groups, state, with_rows, &name](uint32_t s, v1::PushResponse* response) {
+        NoteAnswer(s, response->server_incarnation(), name, response->new_version());
         const ShardKeys* group = &groups[s];
         absl::MutexLock lock(&state->mu);
         ShardPushResult& r = state->result.shards[s];

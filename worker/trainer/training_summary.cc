@@ -81,6 +81,9 @@ std::string TrainingSummary::ToJson() const {
     absl::StrAppend(&json, ",\"shard_restarts\":", events.total_restarts(),
                     ",\"shard_restarts_by_shard\":[",
                     absl::StrJoin(events.shard_restarts, ","),
+                    "],\"updates_lost\":", events.total_updates_lost(),
+                    ",\"updates_lost_by_shard\":[",
+                    absl::StrJoin(events.updates_lost, ","),
                     "],\"rpc_retries\":", events.total_retries(),
                     ",\"rpc_retries_by\":[");
     for (size_t i = 0; i < events.retries.size(); ++i) {

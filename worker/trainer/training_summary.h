@@ -80,7 +80,9 @@ struct TrainingSummary {
   // with head_min_prob, head_ids and head / tail / table objects of count,
   // zero (share of τ = 0), mean, p50, p99, max) only when set.
   // With client_events: "shard_restarts" (total), "shard_restarts_by_shard"
-  // (an array indexed by shard), "rpc_retries" (total), "rpc_retries_by"
+  // (an array indexed by shard), "updates_lost" (total) and
+  // "updates_lost_by_shard" (versions a restart took a table back, as this
+  // worker saw them), "rpc_retries" (total), "rpc_retries_by"
   // (an array of {"method","reason","retries"}), "push_redos" (total) and
   // "push_redos_by_shard" (pushes a shard refused for not knowing the
   // worker, redone with a fresh seq).

@@ -149,6 +149,11 @@ void WorkerMetrics::WriteClientEvents(MetricsWriter& out) const {
        "Shard restarts this worker rode through (a shard answering with a "
        "new incarnation).",
        &events->shard_restarts},
+      {"taups_worker_updates_lost_total",
+       "Updates a restart of this shard lost, as this worker saw them: per "
+       "table, the version it last saw before the restart minus the version "
+       "the restored shard first answered.",
+       &events->updates_lost},
       {"taups_worker_push_redos_total",
        "Pushes whose part for this shard it refused for not knowing the "
        "worker (restarted, or the lease ran out), sent again with a fresh "

@@ -20,6 +20,8 @@
 //                                 included)                     histogram
 //   taups_worker_shard_restarts_total{shard} (a shard answering with a new
 //                                 incarnation: restarts ridden through) counter
+//   taups_worker_updates_lost_total{shard} (versions a restart took its
+//                                 tables back, as this worker saw them) counter
 //   taups_worker_push_redos_total{shard} (push parts that shard refused
 //                                 for not knowing the worker, redone with a
 //                                 fresh seq after registering again) counter
