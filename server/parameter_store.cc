@@ -27,6 +27,7 @@ ParameterStore::ParameterStore(uint32_t shard_index, uint32_t num_shards,
               {TablesShareOf(limits.memory_budget_bytes),
                limits.memory_budget_bytes, limits.memory_budget_bytes,
                limits.memory_budget_bytes}),
+      restore_losses_(shard_index),
       waiting_(limits.max_waiting_per_worker, limits.max_waiting_calls) {}
 
 uint64_t ParameterStore::reserved_bytes() const {
@@ -649,6 +650,7 @@ StoreStats ParameterStore::Stats(absl::string_view table) const {
     if (entry->sparse) stats.tables.back().second.row_tau = entry->sparse->row_tau();
   }
   stats.resources = Resources();
+  stats.updates_lost = restore_losses_.Snapshot();
   return stats;
 }
 

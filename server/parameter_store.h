@@ -56,6 +56,7 @@
 #include "server/table_info.h"
 #include "server/table_workers.h"
 #include "server/update_trigger.h"
+#include "server/restore_losses.h"
 #include "server/waiting_calls.h"
 #include "server/worker_drains.h"
 #include "taups/table_config.h"
@@ -129,6 +130,8 @@ struct StoreStats {
   uint64_t nonfinite_rejections = 0;
   std::vector<std::pair<TableInfo, TableStats>> tables;
   ResourceStats resources;
+  // Restored tables only, by name: updates known lost (RestoreLosses).
+  std::vector<std::pair<std::string, uint64_t>> updates_lost;
 };
 
 class ParameterStore {
@@ -157,6 +160,10 @@ class ParameterStore {
   // Every version step of the shard's tables, counted on the apply path
   // (the checkpointer's version trigger arms it).
   UpdateTrigger& updates() { return updates_; }
+  // What the restore of each table lost, as the workers report it
+  // (thread-safe).
+  RestoreLosses& restore_losses() { return restore_losses_; }
+  const RestoreLosses& restore_losses() const { return restore_losses_; }
   ResourceStats Resources() const;
 
   // Creates this shard's part of `config`. If the table exists with an
@@ -363,6 +370,7 @@ class ParameterStore {
   WorkerDrains drains_;
   MemoryBudget budget_;
   UpdateTrigger updates_;  // before tables_: outlives the partitions
+  RestoreLosses restore_losses_;
   WaitingCalls waiting_;
   // Held shared while a pull parks, exclusively by CloseWaits: no pull
   // parks after the shard released its waiters.

@@ -276,6 +276,15 @@ absl::Status ShardCalls::Register(const v1::RegisterRequest& request,
       !ok.ok()) {
     return ok;
   }
+  const uint64_t max_seen = store_->limits().max_tables;
+  if (static_cast<uint64_t>(request.seen_before_restart_size()) > max_seen) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Register: seen_before_restart lists ", request.seen_before_restart_size(),
+        " tables; at most ", max_seen, " (--max_tables)"));
+  }
+  for (const v1::TableVersionSeen& seen : request.seen_before_restart()) {
+    store_->restore_losses().Report(seen.table(), seen.version());
+  }
   const Registration joined =
       store_->Register(request.worker_id(), request.worker_incarnation(),
                        absl::Seconds(request.lease_s()));

@@ -73,6 +73,13 @@ void WriteShardMetrics(const StoreStats& stats, const WireTraffic* traffic,
               "Pushes refused because a gradient held NaN or Inf.", {},
               stats.nonfinite_rejections);
   WriteResourceMetrics(stats.resources, out);
+  for (const auto& [name, lost] : stats.updates_lost) {
+    out.Gauge("taups_updates_lost",
+              "Restored tables only: updates applied after the restored "
+              "checkpoint that workers saw before the restart (0 until one "
+              "registers again and reports more).",
+              {{"table", name}}, lost);
+  }
 
   for (const auto& [info, t] : stats.tables) {
     const MetricLabels table = {{"table", info.config.name}};

@@ -173,7 +173,7 @@ std::optional<uint64_t> ResumedAlone(const ShardServerOptions& options,
 // this is a first start. *resumed_step: see ResumedAlone.
 absl::Status RestoreOrStartEmpty(const ShardServerOptions& options,
                                  ShardCheckpointer& checkpointer,
-                                 const ParameterStore& store,
+                                 ParameterStore& store,
                                  std::optional<uint64_t>* resumed_step) {
   absl::StatusOr<RestoreReport> restored = checkpointer.Restore();
   if (absl::IsNotFound(restored.status())) {
@@ -194,9 +194,12 @@ absl::Status RestoreOrStartEmpty(const ShardServerOptions& options,
   }
   const absl::Duration age = absl::Now() - restored->created;
   for (const PartitionSummary& table : restored->tables) {
+    // Workers that register again report what they saw after this
+    // checkpoint; RestoreLosses logs and counts it.
+    store.restore_losses().Restored(table.table, table.version, table.open_step);
     spdlog::warn("shard {} restored table '{}' at version {}{} from {} "
-                 "(written {} ago); updates applied after it are lost and "
-                 "workers pull again", options.shard_index, table.table,
+                 "(written {} ago); updates applied after it are lost (workers "
+                 "that register again report how many) and workers pull again", options.shard_index, table.table,
                  table.version,
                  table.open_step > 0 ? absl::StrCat(" (step ", table.open_step, ")")
                                      : std::string(),

@@ -6,11 +6,13 @@
 // kill -9 and restart, and their summaries and /metrics count it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <string>
@@ -279,6 +281,26 @@ std::vector<LostLine> LostLines(const std::string& output) {
   return lines;
 }
 
+// The restarted shard's "restored table 'T' at version V ...; workers saw
+// version S before the restart: N updates after the checkpoint are lost"
+// lines: the last (largest) S and N of each table.
+struct ShardLoss {
+  uint64_t seen = 0, lost = 0;
+};
+std::map<std::string, ShardLoss> ShardLosses(const std::string& log) {
+  std::map<std::string, ShardLoss> losses;
+  const std::regex line(
+      "restored table '([^']+)' at version [0-9]+[^;\n]*; workers saw version "
+      "([0-9]+) before the restart: ([0-9]+) updates after the checkpoint are "
+      "lost");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line);
+       it != std::sregex_iterator(); ++it) {
+    losses[(*it)[1].str()] = {std::stoull((*it)[2].str()),
+                              std::stoull((*it)[3].str())};
+  }
+  return losses;
+}
+
 // The issue's scenario on real processes: kill -9 one of two shards in the
 // middle of training, let it come back (as systemd would restart it): the
 // workers ride through and finish, and the shard is back at its checkpoint.
@@ -350,6 +372,24 @@ TEST_CASE("workers ride through a shard killed and restarted mid-training") {
           std::string::npos);
     CHECK(lost <= most_lost);
     CHECK(lost > 0);
+  }
+  // The shard's own count, from what the workers reported on registering
+  // again: per table, the newest version any of them saw, less the
+  // restored one.
+  const std::map<std::string, ShardLoss> shard_losses = ShardLosses(log);
+  CHECK(shard_losses.size() == 2);
+  for (const auto& [table, loss] : shard_losses) {
+    INFO(table);
+    REQUIRE(restored.count(table) == 1);
+    uint64_t newest_seen = 0;
+    for (const testing::WorkerRun& r : runs) {
+      for (const LostLine& line : LostLines(r.output)) {
+        if (line.table == table) newest_seen = std::max(newest_seen, line.before);
+      }
+    }
+    CHECK(loss.seen == newest_seen);
+    CHECK(loss.seen <= at_kill.at(table));
+    CHECK(loss.lost == loss.seen - restored.at(table));
   }
   for (int s = 0; s < 2; ++s) REQUIRE(shards[s].process->Stop() == std::optional<int>(0));
 }

@@ -32,8 +32,22 @@ void LostUpdates::Restarted(uint32_t shard) {
   PerShard& s = shards_[shard];
   // A table still awaiting its first answer from an earlier incarnation
   // keeps the version it had then.
-  for (const auto& [table, version] : s.last) s.before.try_emplace(table, version);
+  for (const auto& [table, version] : s.last) {
+    s.before.try_emplace(table, version);
+    uint64_t& told = s.report[table];
+    told = std::max(told, version);
+  }
   s.last.clear();
+}
+
+std::vector<std::pair<std::string, uint64_t>> LostUpdates::TakeReport(
+    uint32_t shard) {
+  absl::MutexLock lock(&mu_);
+  PerShard& s = shards_[shard];
+  std::vector<std::pair<std::string, uint64_t>> out(s.report.begin(),
+                                                    s.report.end());
+  s.report.clear();
+  return out;
 }
 
 std::vector<uint64_t> LostUpdates::ByShard() const {

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -31,6 +32,10 @@ class LostUpdates {
       ABSL_LOCKS_EXCLUDED(mu_);
   // `shard` answered with a new incarnation.
   void Restarted(uint32_t shard) ABSL_LOCKS_EXCLUDED(mu_);
+  // What to tell `shard` when registering again after its restart: the last
+  // version of each table seen from its previous process. Handed out once.
+  std::vector<std::pair<std::string, uint64_t>> TakeReport(uint32_t shard)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Indexed by shard: updates lost over all its restarts and tables.
   std::vector<uint64_t> ByShard() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -38,6 +43,7 @@ class LostUpdates {
   struct PerShard {
     absl::flat_hash_map<std::string, uint64_t> last;    // this incarnation
     absl::flat_hash_map<std::string, uint64_t> before;  // awaiting an answer
+    absl::flat_hash_map<std::string, uint64_t> report;  // for the shard
     uint64_t lost = 0;
   };
   mutable absl::Mutex mu_;

@@ -66,6 +66,13 @@ void ClientCore::RegisterAsync(uint32_t shard,
   request.set_worker_id(options_.worker_id);
   request.set_worker_incarnation(options_.worker_incarnation);
   request.set_lease_s(absl::ToDoubleSeconds(options_.lease));
+  // After the shard restarted: what this worker saw of its previous process,
+  // so the shard can count what its restore lost.
+  for (auto& [table, version] : lost_updates_.TakeReport(shard)) {
+    v1::TableVersionSeen* seen = request.add_seen_before_restart();
+    seen->set_table(std::move(table));
+    seen->set_version(version);
+  }
   const int64_t sent_ns = NowNs();
   Call<v1::RegisterRequest>(
       shard, std::move(request),

@@ -1,0 +1,60 @@
+// How many updates a shard's restore lost, as its workers tell it.
+//
+// A restarted shard knows the version each table's checkpoint held, but not
+// what its previous process applied after that checkpoint: that died with
+// it. The workers know: each one saw versions of the tables it used, and on
+// registering again it reports the last ones (RegisterRequest's
+// seen_before_restart). The largest version reported above a restored
+// table's checkpoint version bounds the loss from below: at least that many
+// updates, acknowledged to some worker, are gone.
+//
+// Contract: Restored() is called once per restored table before serving;
+// Report() after, with what a worker saw; a report for a table that was not
+// restored, or at or below its restored version, changes nothing.
+// Snapshot() answers per restored table.
+//
+// Thread-safe (one mutex; Report runs once per table per re-registration).
+#ifndef TAUPS_SERVER_RESTORE_LOSSES_H_
+#define TAUPS_SERVER_RESTORE_LOSSES_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+
+namespace taups {
+
+class RestoreLosses {
+ public:
+  explicit RestoreLosses(uint32_t shard_index) : shard_index_(shard_index) {}
+
+  // `table` was restored at `version` (`open_step`: its sync step, 0: none).
+  void Restored(const std::string& table, uint64_t version, uint64_t open_step)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // A worker saw `table` at `version` before the restart. Logs one warning
+  // when this raises the table's known loss.
+  void Report(absl::string_view table, uint64_t version)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Per restored table, sorted by name: updates known lost by its restore
+  // (0 until a worker reports more).
+  std::vector<std::pair<std::string, uint64_t>> Snapshot() const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Table {
+    uint64_t restored_version = 0;
+    uint64_t open_step = 0;
+    uint64_t seen = 0;  // the largest version reported above restored_version
+  };
+  const uint32_t shard_index_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Table> tables_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace taups
+
+#endif  // TAUPS_SERVER_RESTORE_LOSSES_H_
