@@ -67,11 +67,13 @@ void RunSuite(HostileShard& shard) {
     // Without a teardown the setup's changes stay: compare with the state
     // after it. With one, the cases are compared with the state during the
     // setup (parked calls counted), and the teardown must restore `outer`.
+    shard.RenewLeases();
     const std::string outer = shard.Digest();
     if (c.setup) c.setup(shard);
     const std::string before = shard.Digest();
     for (const Case& hostile : c.cases) {
       ++cases;
+      shard.RenewLeases();  // however slow the run, SetUp's workers stay live
       const Outcome out = hostile.send(shard);
       const std::string& said = out.status.ok() ? out.facts : out.status.error_message();
       INFO("class '" << c.name << "', case '" << hostile.name << "': code "

@@ -40,8 +40,14 @@ v1::TableConfig DenseOf(const std::string& name, uint64_t size) {
   return config;
 }
 
-// Pulls of sync step 1 that wait (step 0 stays open), sent asynchronously
-// with a short deadline; Cancel() cancels them and waits for their answers.
+// Pulls of sync step 1 that wait (step 0 stays open), sent asynchronously;
+// Cancel() cancels them, waits for their answers and checks that every one
+// was still waiting until then. Their deadline is far past any class's run:
+// with 8 s, as it once was, a class slowed past 8 s (ASan on a loaded
+// machine) had its parked pulls end on their own mid-class, and its digest
+// moved from taups_waiting_pulls 4 to 0 with no hostile request to blame.
+constexpr auto kParkedDeadline = std::chrono::minutes(10);
+
 class ParkedPulls {
  public:
   ParkedPulls() = default;
@@ -57,7 +63,7 @@ class ParkedPulls {
   void Start(HostileShard& shard, Who who, uint32_t worker, int count) {
     for (int i = 0; i < count; ++i) {
       auto call = std::make_unique<Call>();
-      call->context = shard.Context(who, std::chrono::seconds(8));
+      call->context = shard.Context(who, kParkedDeadline);
       call->request = DensePull(kSync, worker, 0, kSyncHere);
       call->request.set_clock(1);
       Call* raw = call.get();
@@ -68,6 +74,9 @@ class ParkedPulls {
       shard.stub().async()->PullDense(raw->context.get(), &raw->request, &raw->response,
                                       [this](grpc::Status status) {
                                         std::lock_guard<std::mutex> lock(mu_);
+                                        if (status.error_code() == StatusCode::CANCELLED) {
+                                          ++cancelled_;
+                                        }
                                         absl::StrAppend(&answers_, status.error_code(), " ",
                                                         status.error_message(), "; ");
                                         --pending_;
@@ -84,7 +93,10 @@ class ParkedPulls {
     for (auto& call : calls_) call->context->TryCancel();
     std::unique_lock<std::mutex> lock(mu_);
     REQUIRE(done_.wait_for(lock, std::chrono::seconds(20), [this] { return pending_ == 0; }));
+    INFO("parked pulls' answers: " << answers_);
+    CHECK(cancelled_ == calls_.size());  // none ended before its cancel
     calls_.clear();
+    cancelled_ = 0;
   }
 
  private:
@@ -97,6 +109,7 @@ class ParkedPulls {
   std::string answers_;  // of the calls that ended, for failure messages
   std::condition_variable done_;
   int pending_ = 0;
+  size_t cancelled_ = 0;  // answers CANCELLED: still parked when cancelled
   std::vector<std::unique_ptr<Call>> calls_;
 };
 

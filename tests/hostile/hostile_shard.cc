@@ -293,6 +293,19 @@ void HostileShard::SetUp() {
   Digest();
 }
 
+void HostileShard::RenewLeases() {
+  for (uint32_t worker : {0u, 1u}) {
+    v1::HeartbeatRequest request;
+    request.set_worker_id(worker);
+    request.set_worker_incarnation(kIncarnation);
+    v1::HeartbeatResponse response;
+    MustSucceed(*this, Who::kTrainers, &v1::ParameterServer::Stub::Heartbeat, request,
+                &response);
+    INFO("worker " << worker << " is no longer known: its lease ran out");
+    REQUIRE(response.known());
+  }
+}
+
 double HostileShard::Metric(const std::string& series) {
   const std::string text = Metrics();
   const size_t at = text.find("\n" + series + " ");

@@ -100,6 +100,15 @@ class HostileShard {
   // table holds state for exactly kMaxWorkersPerTable workers.
   void SetUp();
 
+  // Heartbeats workers 0 and 1, renewing the leases SetUp took. SetUp's
+  // workers hold a kMaxLeaseS lease and nothing else renews it: a suite that
+  // ran past it (ASan on a loaded machine) saw both declared dead in
+  // whatever class was running then, which closed sync step 0, moved the
+  // digest and left the waiting-call classes nothing to park. The suite
+  // calls this before every case; it moves nothing the digest holds (only
+  // the last-seen age, which the digest leaves out).
+  void RenewLeases();
+
   // The keys of kSparse this shard owns that SetUp gave rows (the digest
   // reads exactly these) and a few this shard does not own.
   const std::vector<uint64_t>& own_keys() const { return own_keys_; }
