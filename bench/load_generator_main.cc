@@ -29,6 +29,8 @@
 #include "bench/machine_info.h"
 #include "bench/report_table.h"
 #include "bench/server_process.h"
+#include "common/lock_checks.h"
+#include "common/malloc_tuning.h"
 #include "common/status_macros.h"
 #include "common/usage.h"
 
@@ -258,6 +260,13 @@ absl::Status Run() {
 }  // namespace taups::bench
 
 int main(int argc, char** argv) {
+  // The W clients run in this process as they would in ps_worker, so it is
+  // set up as ps_worker is: without these, Abseil's lock-order graph (on in
+  // Debian's build) serializes every absl::Mutex acquisition of gRPC and
+  // the clients on one global graph, a cost that grows with W (3.1 % of
+  // this process's samples at W = 4, 6.7 % at W = 256; docs/BENCHMARKS.md).
+  taups::KeepLargeBuffersMapped();
+  taups::SkipLockOrderChecks();
   taups::SetUsage(
       "Drives one ps_server shard with W concurrent workers (async, sync "
       "or ssp) and reports throughput, latency, server threads and memory.\n"
