@@ -47,15 +47,18 @@ void DelayedRunner::Loop() {
       mu_.Lock();
       continue;
     }
-    // Sleep until the earliest task is due, or a new task (possibly earlier)
-    // arrives, or we are stopping.
-    const absl::Time wake =
-        tasks_.empty() ? now + absl::Seconds(1) : tasks_.begin()->first;
+    // Sleep until the earliest task is due (with none, without a deadline),
+    // or a new task (possibly earlier) arrives, or we are stopping.
     const uint64_t seen = generation_;
     auto changed = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return stopping_ || generation_ != seen;
     };
-    mu_.AwaitWithDeadline(absl::Condition(&changed), wake);
+    if (tasks_.empty()) {
+      mu_.Await(absl::Condition(&changed));
+    } else {
+      mu_.AwaitWithDeadline(absl::Condition(&changed), tasks_.begin()->first);
+    }
+    wakeups_.fetch_add(1);
   }
 }
 
