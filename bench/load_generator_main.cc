@@ -263,8 +263,8 @@ int main(int argc, char** argv) {
   // The W clients run in this process as they would in ps_worker, so it is
   // set up as ps_worker is: without these, Abseil's lock-order graph (on in
   // Debian's build) serializes every absl::Mutex acquisition of gRPC and
-  // the clients on one global graph, a cost that grows with W (3.1 % of
-  // this process's samples at W = 4, 6.7 % at W = 256; docs/BENCHMARKS.md).
+  // the clients on one global graph, a cost that grows with W (2.8 % of
+  // this process's samples at W = 4, 5.8 % at W = 256; docs/BENCHMARKS.md).
   taups::KeepLargeBuffersMapped();
   taups::SkipLockOrderChecks();
   taups::SetUsage(
