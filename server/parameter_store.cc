@@ -590,6 +590,7 @@ size_t ParameterStore::AwaitRestoredWorkers() {
   std::sort(workers.begin(), workers.end());
   const absl::Duration lease = membership_.default_lease();
   membership_.AwaitReturning(workers, lease + lease / 4);
+  restore_losses_.ExpectWorkers(workers);
   PublishMembership();
   return workers.size();
 }

@@ -284,8 +284,9 @@ class ParameterStore {
   // registered yet): every worker those clocks know is awaited for one
   // default lease plus one heartbeat interval (Membership::AwaitReturning),
   // so a sync / semi-sync step waits for them as it did before the restart
-  // instead of closing with only the first worker back. Returns how many
-  // workers are awaited.
+  // instead of closing with only the first worker back; and only their
+  // reports of what they saw before the restart count (RestoreLosses).
+  // Returns how many workers are awaited.
   size_t AwaitRestoredWorkers();
   // Expires leases, closes semi-sync steps whose timeout passed and expires
   // sparse rows idle for their table's ttl. The server calls it every few

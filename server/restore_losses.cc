@@ -9,14 +9,23 @@ namespace taups {
 void RestoreLosses::Restored(const std::string& table, uint64_t version,
                              uint64_t open_step) {
   absl::MutexLock lock(&mu_);
-  tables_[table] = Table{version, open_step, version};
+  tables_[table] = Table{version, open_step, version, {}};
 }
 
-void RestoreLosses::Report(absl::string_view table, uint64_t version) {
+void RestoreLosses::ExpectWorkers(absl::Span<const uint32_t> workers) {
   absl::MutexLock lock(&mu_);
+  expected_.insert(workers.begin(), workers.end());
+}
+
+bool RestoreLosses::Report(uint32_t worker, absl::string_view table,
+                           uint64_t version) {
+  absl::MutexLock lock(&mu_);
+  if (!expected_.contains(worker)) return false;
   auto it = tables_.find(table);
-  if (it == tables_.end() || version <= it->second.seen) return;
+  if (it == tables_.end()) return false;
   Table& t = it->second;
+  if (!t.reported.insert(worker).second) return false;
+  if (version <= t.seen) return true;
   t.seen = version;
   spdlog::warn(
       "shard {} restored table '{}' at version {}{}; workers saw version {} "
@@ -24,6 +33,7 @@ void RestoreLosses::Report(absl::string_view table, uint64_t version) {
       shard_index_, it->first, t.restored_version,
       t.open_step > 0 ? fmt::format(" (step {})", t.open_step) : std::string(),
       version, version - t.restored_version);
+  return true;
 }
 
 std::vector<std::pair<std::string, uint64_t>> RestoreLosses::Snapshot() const {

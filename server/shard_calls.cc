@@ -283,7 +283,8 @@ absl::Status ShardCalls::Register(const v1::RegisterRequest& request,
         " tables; at most ", max_seen, " (--max_tables)"));
   }
   for (const v1::TableVersionSeen& seen : request.seen_before_restart()) {
-    store_->restore_losses().Report(seen.table(), seen.version());
+    store_->restore_losses().Report(request.worker_id(), seen.table(),
+                                     seen.version());
   }
   const Registration joined =
       store_->Register(request.worker_id(), request.worker_incarnation(),

@@ -7,12 +7,12 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <algorithm>
 #include <map>
 #include <regex>
 #include <string>
@@ -23,6 +23,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "httplib.h"
+#include "proto/grpc_credentials.h"
+#include "ps.grpc.pb.h"
 #include "taups/client.h"
 #include "tests/process_harness.h"
 #include "tests/prometheus_text.h"
@@ -104,6 +106,52 @@ Started StartWithCheckpoints(const TempDir& run, const std::string& ckpt,
   return started;
 }
 
+// Registers `worker` on the shard at `port` saying it saw table 'w' at
+// `version` before the restart.
+void RegisterSaying(int port, uint32_t worker, uint64_t version) {
+  auto channel = OpenChannel(absl::StrCat("127.0.0.1:", port), ChannelSecurity{});
+  REQUIRE(channel.ok());
+  auto stub = v1::ParameterServer::NewStub(*channel);
+  v1::RegisterRequest request;
+  request.set_worker_id(worker);
+  v1::TableVersionSeen* seen = request.add_seen_before_restart();
+  seen->set_table("w");
+  seen->set_version(version);
+  v1::RegisterResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  const grpc::Status status = stub->Register(&context, request, &response);
+  INFO(status.error_message());
+  REQUIRE(status.ok());
+}
+
+// The shard restored table 'w' at version 5; worker 0 pushed versions 1..8
+// before the kill. Its report counts, once; a worker the checkpoint did not
+// know is not heard, however much it claims.
+void CheckLossReportsBelieved(int port, int metrics_port, Process& shard) {
+  httplib::Client http("127.0.0.1", metrics_port);
+  const std::string lost = "taups_updates_lost{table=\"w\"}";
+  const auto gauge = [&http, &lost] {
+    auto res = http.Get("/metrics");
+    REQUIRE(res);
+    return Metric(res->body, lost);
+  };
+  REQUIRE(gauge() == 0);
+  RegisterSaying(port, 9, 1000000);  // unknown to the checkpoint
+  CHECK(gauge() == 0);
+  RegisterSaying(port, 0, 8);
+  CHECK(gauge() == 3);
+  RegisterSaying(port, 0, 50);  // worker 0 again: its turn is used
+  CHECK(gauge() == 3);
+  const std::string log = shard.Output();
+  INFO(log);
+  const std::string line = "workers saw version";
+  const size_t first = log.find(line);
+  REQUIRE(first != std::string::npos);
+  CHECK(log.find("workers saw version 8 before the restart: 3 updates") == first);
+  CHECK(log.find(line, first + 1) == std::string::npos);
+}
+
 TEST_CASE("a killed shard restarts from its checkpoint; SIGTERM keeps every push") {
   TempDir state;
   const std::string ckpt = state.path() + "/ckpt";
@@ -151,6 +199,7 @@ TEST_CASE("a killed shard restarts from its checkpoint; SIGTERM keeps every push
     const std::string log = second.shards[0].process->Output();
     INFO(log);
     REQUIRE(log.find("restored table 'w' at version 5") != std::string::npos);
+    CheckLossReportsBelieved(port, second.metrics_port, *second.shards[0].process);
     Push(*client, 10, 2);  // version 7, acknowledged, then a clean stop
     at_checkpoint = Pull(*client, &version);
     REQUIRE(version == 7);
