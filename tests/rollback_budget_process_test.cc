@@ -35,27 +35,6 @@ struct Outcome {
   std::vector<float> at_step;  // what the checkpoint of the step holds
 };
 
-// The table's values in the newest checkpoint of `step` in `dir`.
-std::vector<float> ValuesOfStep(const std::string& dir, uint64_t step) {
-  CheckpointStoreOptions options;
-  options.dir = dir;
-  options.keep = 1000;
-  auto store = CheckpointStore::Open(PosixCheckpointFs(), options);
-  REQUIRE(store.ok());
-  auto sequences = (*store)->List();
-  REQUIRE(sequences.ok());
-  for (auto it = sequences->rbegin(); it != sequences->rend(); ++it) {
-    uint64_t damaged = 0;
-    auto loaded = (*store)->LoadChain(*it, &damaged);
-    REQUIRE(loaded.ok());
-    if (loaded->manifest.header.sync_step != step) continue;
-    REQUIRE(loaded->partitions.size() == 1);
-    return loaded->partitions[0].snapshot.table.values;
-  }
-  FAIL("no checkpoint of step " << step << " in " << dir);
-  return {};
-}
-
 // Trains three sync steps on one shard with `budget_mb`, waits for the cut
 // of the first and the last, and rolls back to the first.
 Outcome RollBackUnder(int budget_mb) {
@@ -114,7 +93,10 @@ Outcome RollBackUnder(int budget_mb) {
   // behind may already hold the last step's values).
   uint64_t target = 0;
   for (uint64_t step : steps) {
-    result.at_step = ValuesOfStep(ckpt, step);
+    absl::StatusOr<std::vector<float>> values = ValuesOfStep(ckpt, step);
+    INFO(values.status());
+    REQUIRE(values.ok());
+    result.at_step = std::move(*values);
     REQUIRE(result.at_step.size() == kSize);
     target = step;
     if (result.at_step != result.before) break;

@@ -151,29 +151,13 @@ std::vector<WorkerRun> Train(std::vector<std::unique_ptr<Client>>& clients,
 
 // The table's values in checkpoint of `step` in each copied directory:
 // the shards' parts, in shard (= range) order.
-std::vector<float> ValuesOfStep(const std::vector<std::string>& dirs, uint64_t step) {
+std::vector<float> WholeTableOfStep(const std::vector<std::string>& dirs, uint64_t step) {
   std::vector<float> values;
   for (const std::string& dir : dirs) {
-    CheckpointStoreOptions options;
-    options.dir = dir;
-    options.keep = 1000;
-    auto store = CheckpointStore::Open(PosixCheckpointFs(), options);
-    REQUIRE(store.ok());
-    auto sequences = (*store)->List();
-    REQUIRE(sequences.ok());
-    bool found = false;
-    for (auto it = sequences->rbegin(); it != sequences->rend() && !found; ++it) {
-      uint64_t damaged = 0;
-      auto loaded = (*store)->LoadChain(*it, &damaged);
-      REQUIRE(loaded.ok());
-      if (loaded->manifest.header.sync_step != step) continue;
-      REQUIRE(loaded->partitions.size() == 1);
-      const std::vector<float>& part = loaded->partitions[0].snapshot.table.values;
-      values.insert(values.end(), part.begin(), part.end());
-      found = true;
-    }
-    INFO(dir << " step " << step);
-    REQUIRE(found);
+    absl::StatusOr<std::vector<float>> part = ValuesOfStep(dir, step);
+    INFO(part.status());
+    REQUIRE(part.ok());
+    values.insert(values.end(), part->begin(), part->end());
   }
   return values;
 }
@@ -247,7 +231,7 @@ TEST_CASE("ps_admin rollback brings a restarted shard and the others to one step
     copied.push_back(absl::StrCat(copies.path(), "/ckpt", s));
     std::filesystem::copy(dirs[s], copied.back(), std::filesystem::copy_options::recursive);
   }
-  const std::vector<float> at_cut = ValuesOfStep(copied, cut);
+  const std::vector<float> at_cut = WholeTableOfStep(copied, cut);
   REQUIRE(at_cut.size() == kSize);
 
   hold.Notify();

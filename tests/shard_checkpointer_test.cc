@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -94,6 +96,26 @@ void Train(ParameterStore& store, uint64_t& seq, int rounds,
   }
 }
 
+// MakeTablesForTwo's tables on one shard and a checkpointer (incarnation
+// 3) writing into a fresh directory `name` that keeps `keep` checkpoints;
+// the directory is removed at the end.
+struct CheckpointedShard {
+  CheckpointedShard(const std::string& name, uint32_t keep) : dir(FreshDir(name)) {
+    MakeTablesForTwo(store);
+    auto opened = ShardCheckpointer::Open(&store, PosixCheckpointFs(), Options(dir, keep), 3);
+    REQUIRE(opened.ok());
+    checkpointer = std::move(*opened);
+  }
+  ~CheckpointedShard() {
+    checkpointer.reset();
+    std::filesystem::remove_all(dir);
+  }
+  const std::string dir;
+  ParameterStore store{0, 1};
+  uint64_t seq = 1;  // Train's
+  std::unique_ptr<ShardCheckpointer> checkpointer;
+};
+
 PartitionSnapshot SnapshotOf(const ParameterStore& store, const std::string& table) {
   auto partition = store.PartitionOf(table);
   REQUIRE(partition.ok());
@@ -121,9 +143,7 @@ void RequireSame(const ParameterStore& a, const ParameterStore& b) {
 TEST_CASE("a restored shard carries on exactly like the one that wrote it") {
   const std::string dir = FreshDir("restore");
   ParameterStore original(0, 1);
-  original.Register(0, 9, absl::ZeroDuration());
-  original.Register(1, 8, absl::ZeroDuration());
-  MakeTables(original);
+  MakeTablesForTwo(original);
   uint64_t seq = 1;
   Train(original, seq, 5, {0});  // checkpoint mid-step
   ShardCheckpointerOptions options;
@@ -182,30 +202,24 @@ TEST_CASE("restore refuses what it cannot use") {
 }
 
 TEST_CASE("the header names the sync step only at a step boundary") {
-  const std::string dir = FreshDir("step");
-  ParameterStore store(0, 1);
-  MakeTablesForTwo(store);
-  uint64_t seq = 1;
-  auto checkpointer = ShardCheckpointer::Open(&store, PosixCheckpointFs(), Options(dir, 5), 3);
-  CheckpointFs* fs = PosixCheckpointFs();
-  const CheckpointStoreOptions files = ReaderOptions(dir, 5);
-  auto reader = CheckpointStore::Open(fs, files);
+  CheckpointedShard shard("step", 5);
+  const CheckpointStoreOptions files = ReaderOptions(shard.dir, 5);
+  auto reader = CheckpointStore::Open(PosixCheckpointFs(), files);
   REQUIRE(reader.ok());
 
-  Train(store, seq, 1, {0, 1});  // step 0 closed, step 1 open, empty
-  auto at_boundary = (*checkpointer)->TakeNow();
+  Train(shard.store, shard.seq, 1, {0, 1});  // step 0 closed, step 1 open, empty
+  auto at_boundary = shard.checkpointer->TakeNow();
   REQUIRE(at_boundary.ok());
   auto loaded = (*reader)->Load(at_boundary->sequence);
   REQUIRE(loaded.ok());
   REQUIRE(loaded->manifest.header.sync_step == std::optional<uint64_t>(1));
 
-  Train(store, seq, 1, {0});  // worker 0 pushed for step 1
-  auto mid_step = (*checkpointer)->TakeNow();
+  Train(shard.store, shard.seq, 1, {0});  // worker 0 pushed for step 1
+  auto mid_step = shard.checkpointer->TakeNow();
   REQUIRE(mid_step.ok());
   loaded = (*reader)->Load(mid_step->sequence);
   REQUIRE(loaded.ok());
   REQUIRE(!loaded->manifest.header.sync_step.has_value());
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("checkpoints after a rollback in place record the shard's new incarnation") {
@@ -244,31 +258,26 @@ TEST_CASE("checkpoints after a rollback in place record the shard's new incarnat
 }
 
 TEST_CASE("the step checkpoints it lists follow new checkpoints and pruning") {
-  const std::string dir = FreshDir("step_index");
-  ParameterStore store(0, 1);
-  MakeTablesForTwo(store);
-  uint64_t seq = 1;
-  auto checkpointer = ShardCheckpointer::Open(&store, PosixCheckpointFs(), Options(dir, 2), 3);
-  REQUIRE(checkpointer.ok());
+  CheckpointedShard shard("step_index", 2);
   using Steps = std::map<uint64_t, uint64_t>;
   auto steps = [&]() -> Steps {
-    auto listed = (*checkpointer)->StepCheckpoints();
+    auto listed = shard.checkpointer->StepCheckpoints();
     REQUIRE(listed.ok());
     return *listed;
   };
   CHECK(steps().empty());
   CHECK(steps().empty());  // asked twice before any checkpoint: still none
 
-  Train(store, seq, 1, {0, 1});  // step 0 closed: the cut is at step 1
-  auto first = (*checkpointer)->TakeNow();
+  Train(shard.store, shard.seq, 1, {0, 1});  // step 0 closed: the cut is at step 1
+  auto first = shard.checkpointer->TakeNow();
   REQUIRE(first.ok());
   CHECK(steps() == Steps{{first->sequence, 1}});
-  Train(store, seq, 1, {0, 1});
-  auto second = (*checkpointer)->TakeNow();
+  Train(shard.store, shard.seq, 1, {0, 1});
+  auto second = shard.checkpointer->TakeNow();
   REQUIRE(second.ok());
   CHECK(steps() == (Steps{{first->sequence, 1}, {second->sequence, 2}}));
-  Train(store, seq, 1, {0, 1});
-  auto third = (*checkpointer)->TakeNow();  // keep = 2: the first is pruned
+  Train(shard.store, shard.seq, 1, {0, 1});
+  auto third = shard.checkpointer->TakeNow();  // keep = 2: the first is pruned
   REQUIRE(third.ok());
   CHECK(third->deleted == std::vector<uint64_t>{first->sequence});
   const Steps kept{{second->sequence, 2}, {third->sequence, 3}};
@@ -277,11 +286,10 @@ TEST_CASE("the step checkpoints it lists follow new checkpoints and pruning") {
   // checkpointer's back is still listed (until it next writes).
   std::filesystem::remove_all(second->path);
   CHECK(steps() == kept);
-  Train(store, seq, 1, {0, 1});
-  auto fourth = (*checkpointer)->TakeNow();
+  Train(shard.store, shard.seq, 1, {0, 1});
+  auto fourth = shard.checkpointer->TakeNow();
   REQUIRE(fourth.ok());
   CHECK(steps() == (Steps{{third->sequence, 3}, {fourth->sequence, 4}}));
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("the background thread checkpoints every N versions") {
