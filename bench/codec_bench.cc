@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
+#include "bench/bench_main.h"
 #include "bench/byte_size.h"
 #include "bench/codec_variants.h"
 #include "bench/machine_info.h"
@@ -31,9 +31,7 @@
 #include "bench/report_table.h"
 #include "common/codec.h"
 #include "common/codec_format.h"
-#include "common/malloc_tuning.h"
 #include "common/status_macros.h"
-#include "common/usage.h"
 
 ABSL_FLAG(std::vector<std::string>, sizes,
           std::vector<std::string>({"1M", "16M"}),
@@ -206,8 +204,8 @@ absl::StatusOr<int> Run() {
 }  // namespace taups::bench
 
 int main(int argc, char** argv) {
-  taups::KeepLargeBuffersMapped();
-  taups::SetUsage(
+  return taups::bench::BenchMainWithExitCode(
+      argc, argv, "codec_bench",
       "Measures the CPU codecs: encode and decode throughput per codec next "
       "to memcpy of the same fp32 bytes, and the encoded size against the "
       "issue's targets.\n"
@@ -215,12 +213,6 @@ int main(int argc, char** argv) {
       "  codec_bench --format=markdown --trials=3 # table for "
       "docs/BENCHMARKS.md\n"
       "Table to stdout, progress to stderr. Exit 2 when a size target is "
-      "missed.");
-  absl::ParseCommandLine(argc, argv);
-  const absl::StatusOr<int> status = taups::bench::Run();
-  if (!status.ok()) {
-    std::fprintf(stderr, "codec_bench: %s\n", status.status().ToString().c_str());
-    return 1;
-  }
-  return *status;
+      "missed.",
+      taups::bench::Run);
 }

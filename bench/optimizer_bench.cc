@@ -25,17 +25,15 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/types/span.h"
+#include "bench/bench_main.h"
 #include "bench/byte_size.h"
 #include "bench/machine_info.h"
 #include "bench/measure.h"
 #include "bench/report_table.h"
-#include "common/malloc_tuning.h"
 #include "common/status_macros.h"
-#include "common/usage.h"
 #include "common/vector_math.h"
 #include "server/optimizer.h"
 #include "tests/optimizer_reference.h"
@@ -211,16 +209,10 @@ absl::Status Run() {
 }  // namespace taups::bench
 
 int main(int argc, char** argv) {
-  taups::KeepLargeBuffersMapped();
-  taups::SetUsage(
+  return taups::bench::BenchMain(
+      argc, argv, "optimizer_bench",
       "Measures the server's optimizer rules next to memcpy of the gradient's "
       "bytes and the scalar reference loops.\n"
-      "  optimizer_bench --format=markdown --trials=5");
-  absl::ParseCommandLine(argc, argv);
-  const absl::Status status = taups::bench::Run();
-  if (!status.ok()) {
-    std::fprintf(stderr, "optimizer_bench: %s\n", status.ToString().c_str());
-    return 1;
-  }
-  return 0;
+      "  optimizer_bench --format=markdown --trials=5",
+      taups::bench::Run);
 }

@@ -17,17 +17,15 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/bench_main.h"
 #include "bench/byte_size.h"
 #include "bench/machine_info.h"
 #include "bench/measure.h"
 #include "bench/report_table.h"
-#include "common/malloc_tuning.h"
 #include "common/status_macros.h"
-#include "common/usage.h"
 #include "common/vector_math.h"
 #include "proto/raw_payload.h"
 #include "ps.pb.h"
@@ -134,17 +132,10 @@ absl::Status Run() {
 }  // namespace taups::bench
 
 int main(int argc, char** argv) {
-  taups::KeepLargeBuffersMapped();
-  taups::SetUsage(
+  return taups::bench::BenchMain(
+      argc, argv, "payload_receive_bench",
       "Measures the decode of a received dense push: gather then scan, "
       "against the fused gather that measures max |g|, next to memcpy.\n"
-      "  payload_receive_bench --sizes=1MiB,16MiB --frame=16KiB");
-  absl::ParseCommandLine(argc, argv);
-  const absl::Status status = taups::bench::Run();
-  if (!status.ok()) {
-    std::fprintf(stderr, "payload_receive_bench: %s\n",
-                 status.ToString().c_str());
-    return 1;
-  }
-  return 0;
+      "  payload_receive_bench --sizes=1MiB,16MiB --frame=16KiB",
+      taups::bench::Run);
 }

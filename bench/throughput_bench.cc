@@ -15,9 +15,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "common/malloc_tuning.h"
-#include "common/usage.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -25,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/bench_cluster.h"
+#include "bench/bench_main.h"
 #include "bench/byte_size.h"
 #include "bench/compressed_push_bench.h"
 #include "bench/dense_bench.h"
@@ -379,21 +377,14 @@ absl::Status Run() {
 }  // namespace taups::bench
 
 int main(int argc, char** argv) {
-  // The same allocator settings as ps_server and ps_worker.
-  taups::KeepLargeBuffersMapped();
-  taups::SetUsage(
+  return taups::bench::BenchMain(
+      argc, argv, "throughput_bench",
       "Measures tauPS dense and sparse push/pull throughput and prints it next "
       "to raw gRPC moving the same bytes and a local memcpy.\n"
       "  throughput_bench                      # in-process shards, 127.0.0.1\n"
       "  throughput_bench --format=markdown    # tables for "
       "docs/BENCHMARKS.md\n"
       "  throughput_bench --servers=h:7000,h:7001 --raw_server=h:7100\n"
-      "Tables go to stdout, progress to stderr.");
-  absl::ParseCommandLine(argc, argv);
-  const absl::Status status = taups::bench::Run();
-  if (!status.ok()) {
-    std::fprintf(stderr, "throughput_bench: %s\n", status.ToString().c_str());
-    return 1;
-  }
-  return 0;
+      "Tables go to stdout, progress to stderr.",
+      taups::bench::Run);
 }
