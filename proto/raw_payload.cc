@@ -1,6 +1,7 @@
 #include "proto/raw_payload.h"
 
 #include <algorithm>
+#include <cassert>
 #include <atomic>
 #include <cstring>
 #include <utility>
@@ -403,51 +404,27 @@ absl::Status DecodeLeavingPayload(const grpc::ByteBuffer& buffer,
                                   google::protobuf::MessageLite* header,
                                   PayloadPieces* payload) {
   payload->pieces_.clear();
-  payload->starts_.clear();
-  payload->hint_ = 0;
   payload->size_ = 0;
-  absl::Status decoded =
-      DecodeSplit(buffer, field, header, &payload->slices_,
-                  [&](Cursor& cursor, uint64_t length) {
-                    payload->size_ = static_cast<size_t>(length);
-                    return cursor.Pieces(length, &payload->pieces_);
-                  });
-  size_t start = 0;
-  for (absl::string_view piece : payload->pieces_) {
-    payload->starts_.push_back(start);
-    start += piece.size();
-  }
-  return decoded;
+  return DecodeSplit(buffer, field, header, &payload->slices_,
+                     [&](Cursor& cursor, uint64_t length) {
+                       payload->size_ = static_cast<size_t>(length);
+                       return cursor.Pieces(length, &payload->pieces_);
+                     });
 }
 
-void PayloadPieces::CopyRange(size_t offset, size_t n, char* dest) const {
-  if (n == 0) return;
-  // The last piece starting at or before `offset`: the one the previous
-  // range ended in, or the next, when the ranges come in offset order (a
-  // sparse pull lands its rows so); a binary search otherwise.
-  size_t i = hint_;
-  if (!(i < starts_.size() && starts_[i] <= offset &&
-        offset - starts_[i] < pieces_[i].size())) {
-    if (i + 1 < starts_.size() && starts_[i + 1] <= offset &&
-        offset - starts_[i + 1] < pieces_[i + 1].size()) {
-      ++i;
-    } else {
-      i = static_cast<size_t>(
-          std::upper_bound(starts_.begin(), starts_.end(), offset) -
-          starts_.begin() - 1);
+void PieceReader::Straddling(size_t n, char* dest) {
+  while (n > 0) {
+    assert(piece_ < pieces_.size());
+    const size_t take = std::min(n, pieces_[piece_].size() - at_);
+    std::memcpy(dest, pieces_[piece_].data() + at_, take);
+    dest += take;
+    n -= take;
+    at_ += take;
+    if (at_ == pieces_[piece_].size()) {
+      ++piece_;
+      at_ = 0;
     }
   }
-  size_t at = offset - starts_[i];
-  while (true) {
-    const size_t take = std::min(n, pieces_[i].size() - at);
-    std::memcpy(dest, pieces_[i].data() + at, take);
-    n -= take;
-    if (n == 0) break;
-    dest += take;
-    ++i;
-    at = 0;
-  }
-  hint_ = i;
 }
 
 void PayloadPieces::CopyTo(char* dest) const {

@@ -30,6 +30,7 @@
 #include <grpcpp/support/slice.h>
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -37,6 +38,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/message_lite.h"
 
@@ -145,12 +147,9 @@ class PayloadPieces {
   void CopyTo(char* dest) const;
   // Makes `out` the payload (one copy).
   void AssignTo(std::string* out) const;
-  // Writes bytes [offset, offset + n) of the payload to `dest`; the range
-  // must lie within size(). Ranges asked in offset order (a sparse pull's
-  // distinct rows) find their piece in constant time from the last one;
-  // any other range by binary search. Not thread-safe: the remembered
-  // piece is written even though the method is const.
-  void CopyRange(size_t offset, size_t n, char* dest) const;
+  // The payload as consecutive views into the received slices (valid as
+  // long as this object), for a caller that walks them itself.
+  absl::Span<const absl::string_view> pieces() const { return pieces_; }
 
  private:
   friend absl::Status DecodeLeavingPayload(const grpc::ByteBuffer&, uint32_t,
@@ -158,9 +157,34 @@ class PayloadPieces {
                                            PayloadPieces*);
   std::vector<grpc::Slice> slices_;
   std::vector<absl::string_view> pieces_;
-  std::vector<size_t> starts_;  // each piece's offset in the payload
-  mutable size_t hint_ = 0;     // the piece the last CopyRange ended in
   size_t size_ = 0;
+};
+
+// Reads consecutive bytes of a payload held as pieces (PayloadPieces, or
+// one contiguous view), front to back, without a call per read: Next(n,
+// dest) copies the next n bytes to `dest` from where the last read ended.
+// Reading past the end is a caller error (checked in debug builds).
+// Thread-compatible; the pieces must outlive the reader.
+class PieceReader {
+ public:
+  explicit PieceReader(absl::Span<const absl::string_view> pieces)
+      : pieces_(pieces) {}
+  void Next(size_t n, char* dest) {
+    // Fast path: the current piece holds all n bytes (all but the rows
+    // that straddle the end of a slice).
+    if (piece_ < pieces_.size() && pieces_[piece_].size() - at_ >= n) {
+      std::memcpy(dest, pieces_[piece_].data() + at_, n);
+      at_ += n;
+      return;
+    }
+    Straddling(n, dest);
+  }
+
+ private:
+  void Straddling(size_t n, char* dest);
+  absl::Span<const absl::string_view> pieces_;
+  size_t piece_ = 0;  // the piece the next byte comes from
+  size_t at_ = 0;     // offset of the next byte in that piece
 };
 
 // DecodeWithPayload, leaving the payload in the received slices whatever

@@ -174,7 +174,7 @@ TEST_CASE("a gathered float payload is measured in the copy, floats straddling s
   }
 }
 
-TEST_CASE("CopyRange reads any range of a sliced payload, in order or not") {
+TEST_CASE("PieceReader reads a sliced payload front to back in any step sizes") {
   const v1::PushDenseRequest request = FullRequest(Bytes(50000, 3));
   const std::string& want = request.gradient();
   const grpc::ByteBuffer buffer = Sliced(request.SerializeAsString(), 999);
@@ -182,27 +182,45 @@ TEST_CASE("CopyRange reads any range of a sliced payload, in order or not") {
   PayloadPieces payload;
   REQUIRE(DecodeLeavingPayload(buffer, kGradient, &header, &payload).ok());
   REQUIRE(payload.size() == want.size());
-  auto range = [&](size_t offset, size_t n) {
-    std::string got(n, '\0');
-    payload.CopyRange(offset, n, got.data());
-    return got;
-  };
-  // Rows of 64 bytes in order (many cross a piece's end), then 3000-byte
-  // ranges spanning several pieces, then ranges out of order.
-  for (size_t at = 0; at + 64 <= want.size(); at += 64) {
-    REQUIRE(range(at, 64) == want.substr(at, 64));
-  }
-  for (size_t at = 0; at + 3000 <= want.size(); at += 3001) {
-    REQUIRE(range(at, 3000) == want.substr(at, 3000));
+  REQUIRE(payload.pieces().size() > 40);  // 999-byte slices: many pieces
+  size_t total = 0;
+  for (absl::string_view piece : payload.pieces()) total += piece.size();
+  CHECK(total == want.size());
+  // Rows of 64 bytes (many straddle a piece's end; 50000 = 781 * 64 + 16,
+  // then the 16-byte tail), and random steps of 0 to 3000 bytes (several
+  // pieces at once), each compared with the same range of the payload.
+  {
+    PieceReader reader(payload.pieces());
+    size_t at = 0;
+    for (; at + 64 <= want.size(); at += 64) {
+      std::string got(64, '\0');
+      reader.Next(64, got.data());
+      REQUIRE(got == want.substr(at, 64));
+    }
+    std::string tail(want.size() - at, '\0');
+    reader.Next(tail.size(), tail.data());
+    CHECK(tail == want.substr(at));
   }
   std::mt19937_64 rng(5);
-  for (int i = 0; i < 2000; ++i) {
-    const size_t n = rng() % 2048 + 1;
-    const size_t at = rng() % (want.size() - n + 1);
-    REQUIRE(range(at, n) == want.substr(at, n));
+  for (int round = 0; round < 20; ++round) {
+    PieceReader reader(payload.pieces());
+    std::string got;
+    while (got.size() < want.size()) {
+      const size_t n = std::min<size_t>(rng() % 3001, want.size() - got.size());
+      std::string step(n, '\0');
+      reader.Next(n, step.data());
+      REQUIRE(step == want.substr(got.size(), n));
+      got += step;
+    }
+    CHECK(got == want);
   }
-  CHECK(range(want.size() - 1, 1) == want.substr(want.size() - 1));
-  CHECK(range(0, want.size()) == want);
+  // One contiguous view, as the in-process transport lands it.
+  const absl::string_view whole = want;
+  PieceReader reader(absl::Span<const absl::string_view>(&whole, 1));
+  std::string first(100, '\0'), rest(want.size() - 100, '\0');
+  reader.Next(first.size(), first.data());
+  reader.Next(rest.size(), rest.data());
+  CHECK(first + rest == want);
 }
 
 TEST_CASE("a repeated payload field: the last one wins, as in protobuf") {

@@ -196,7 +196,7 @@ void GrpcTransport::PullDenseInto(absl::Duration timeout,
 void GrpcTransport::PullSparseInto(
     absl::Duration timeout, const v1::PullSparseRequest& request,
     v1::PullSparseResponse* response, size_t values_size,
-    const std::function<void(SparsePullCall::Read)>& land, bool* landed,
+    const std::function<void(SparsePullCall::Pieces)>& land, bool* landed,
     Done done) {
   *landed = false;
   RawPull(Pick().generic.get(), kPullSparseMethod, timeout, request, response,
@@ -207,9 +207,7 @@ void GrpcTransport::PullSparseInto(
             }
             // The one copy: each row from gRPC's received slices to the
             // caller's rows.
-            land([&payload](size_t offset, size_t n, char* dest) {
-              payload.CopyRange(offset, n, dest);
-            });
+            land(payload.pieces());
             *landed = true;
             return true;
           },

@@ -57,7 +57,7 @@ class GrpcTransport final : public ShardTransport {
   void PullSparseInto(absl::Duration timeout,
                       const v1::PullSparseRequest& request,
                       v1::PullSparseResponse* response, size_t values_size,
-                      const std::function<void(SparsePullCall::Read)>& land,
+                      const std::function<void(SparsePullCall::Pieces)>& land,
                       bool* landed, Done done) override;
 
  private:

@@ -42,7 +42,7 @@ void ShardTransport::PullDenseInto(absl::Duration timeout,
 void ShardTransport::PullSparseInto(
     absl::Duration timeout, const v1::PullSparseRequest& request,
     v1::PullSparseResponse* response, size_t values_size,
-    const std::function<void(SparsePullCall::Read)>& land, bool* landed,
+    const std::function<void(SparsePullCall::Pieces)>& land, bool* landed,
     Done done) {
   *landed = false;
   Send(Rpc::kPullSparse, timeout, request, response,
@@ -50,10 +50,8 @@ void ShardTransport::PullSparseInto(
         done = std::move(done)](absl::Status status) {
          if (status.ok() && !response->encoded() &&
              response->values().size() == values_size) {
-           const char* values = response->values().data();
-           land([values](size_t offset, size_t n, char* dest) {
-             std::memcpy(dest, values + offset, n);
-           });
+           const absl::string_view values = response->values();
+           land(SparsePullCall::Pieces(&values, 1));
            response->clear_values();
            *landed = true;
          }

@@ -37,7 +37,6 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "absl/functional/function_ref.h"
 #include "common/rpc.h"
 #include "ps.pb.h"
 
@@ -93,15 +92,17 @@ struct DensePullCall {
 };
 
 // A PullSparse whose raw answer is scattered by `land` straight from the
-// received bytes: `land(read)` runs once for an answer that is raw (not
-// `encoded`) and exactly `values_size` bytes, `read(offset, n, dest)`
-// copying bytes [offset, offset + n) of the values to `dest` (valid only
-// during `land`); `landed` says whether the last attempt's answer did so.
+// received bytes: `land(pieces)` runs once for an answer that is raw (not
+// `encoded`) and exactly `values_size` bytes, `pieces` being those bytes as
+// consecutive views (one for a contiguous answer, else gRPC's received
+// slices; valid only during `land`, read them with PieceReader,
+// proto/raw_payload.h); `landed` says whether the last attempt's answer
+// did so.
 struct SparsePullCall {
-  using Read = absl::FunctionRef<void(size_t offset, size_t n, char* dest)>;
+  using Pieces = absl::Span<const absl::string_view>;
   v1::PullSparseRequest header;
   size_t values_size = 0;
-  std::function<void(Read)> land;
+  std::function<void(Pieces)> land;
   bool landed = false;
 };
 
@@ -164,7 +165,7 @@ class ShardTransport {
   virtual void PullSparseInto(
       absl::Duration timeout, const v1::PullSparseRequest& request,
       v1::PullSparseResponse* response, size_t values_size,
-      const std::function<void(SparsePullCall::Read)>& land, bool* landed,
+      const std::function<void(SparsePullCall::Pieces)>& land, bool* landed,
       Done done);
 };
 

@@ -8,6 +8,7 @@
 #include "common/float_bytes.h"
 #include "common/vector_math.h"
 #include "common/wire_tensor.h"
+#include "proto/raw_payload.h"
 #include "worker/src/client_core.h"
 
 namespace taups {
@@ -99,12 +100,13 @@ absl::StatusOr<PullInfo> ClientCore::PullSparse(
     // A raw answer is copied once, by the transport, from the received
     // bytes straight into the caller's rows. Each answer row is read once,
     // at its key's first position (these come in key order, as
-    // GroupKeysByShard numbers keys, so the reads walk the received bytes
-    // in order); a repeated key copies its first position's row, already in
-    // the caller's buffer.
+    // GroupKeysByShard numbers keys, so one PieceReader walks the received
+    // bytes front to back, with no call per row); a repeated key copies its
+    // first position's row, already in the caller's buffer.
     SparsePullCall call;
     call.values_size = group->keys.size() * row_bytes;
-    call.land = [group, rows, dim, row_bytes](SparsePullCall::Read read) {
+    call.land = [group, rows, dim, row_bytes](SparsePullCall::Pieces pieces) {
+      PieceReader answer(pieces);
       std::vector<uint32_t> first(group->keys.size());
       uint32_t next_new = 0;
       for (const auto& [request_index, key_index] : group->positions) {
@@ -112,8 +114,7 @@ absl::StatusOr<PullInfo> ClientCore::PullSparse(
         if (key_index == next_new) {
           ++next_new;
           first[key_index] = request_index;
-          read(size_t{key_index} * row_bytes, row_bytes,
-               reinterpret_cast<char*>(dest));
+          answer.Next(row_bytes, reinterpret_cast<char*>(dest));
         } else {
           std::memcpy(dest, rows.data() + size_t{first[key_index]} * dim,
                       row_bytes);
