@@ -30,19 +30,25 @@ PushMeta PushMetaOf(const Request& request, uint32_t slices,
 }
 
 // Answers a pull of `floats` values: `read(out)` fills them (and returns
-// the store's PullResult). Plain pulls are written straight into the
-// response's bytes; compressed ones into a scratch vector, then encoded.
-// On error, or when the pull was parked (the ticket returned), the
-// response holds no values.
+// the store's PullResult). Plain pulls are written straight into `into`
+// when it holds exactly `floats` values (the response's bytes then stay
+// empty and *landed is set), else into the response's bytes; compressed
+// ones into a scratch vector, then encoded. On error, or when the pull was
+// parked (the ticket returned), the response holds no values.
 template <typename Response, typename Read>
 absl::StatusOr<ParkedPull> AnswerPull(const std::string& table, CodecKind codec,
                         uint32_t bucket_size, uint64_t floats, Read read,
                         uint64_t incarnation, uint64_t epoch,
-                        WireTraffic* traffic, Response* response) {
+                        WireTraffic* traffic, Response* response,
+                        absl::Span<float> into = {}, bool* landed = nullptr) {
   std::string* wire = response->mutable_values();
   std::vector<float> plain;
   absl::Span<float> out;
-  if (codec == CodecKind::kNone) {
+  const bool land = codec == CodecKind::kNone && landed != nullptr &&
+                    into.size() == floats;
+  if (land) {
+    out = into;
+  } else if (codec == CodecKind::kNone) {
     wire->resize(floats * sizeof(float));
     out = absl::MakeSpan(reinterpret_cast<float*>(wire->data()), floats);
   } else {
@@ -62,7 +68,9 @@ absl::StatusOr<ParkedPull> AnswerPull(const std::string& table, CodecKind codec,
     response->Clear();
     return status;
   }
-  traffic->CountPull(table, floats * sizeof(float), wire->size());
+  if (land) *landed = true;
+  traffic->CountPull(table, floats * sizeof(float),
+                     land ? floats * sizeof(float) : wire->size());
   response->set_encoded(codec != CodecKind::kNone);
   response->set_version(pulled->version);
   response->set_step(pulled->step);
@@ -110,9 +118,25 @@ absl::Status ShardCalls::PullSparse(const v1::PullSparseRequest& request,
   return PullSparse(request, deadline, nullptr, response).status();
 }
 
+absl::Status ShardCalls::PullDenseInto(const v1::PullDenseRequest& request,
+                                       absl::Time deadline,
+                                       absl::Span<float> values, bool* landed,
+                                       v1::PullDenseResponse* response) {
+  *landed = false;
+  return PullDenseTo(request, deadline, nullptr, response, values, landed)
+      .status();
+}
+
 absl::StatusOr<ParkedPull> ShardCalls::PullDense(
     const v1::PullDenseRequest& request, absl::Time deadline,
     PullWaiters::Wake* park, v1::PullDenseResponse* response) {
+  return PullDenseTo(request, deadline, park, response, {}, nullptr);
+}
+
+absl::StatusOr<ParkedPull> ShardCalls::PullDenseTo(
+    const v1::PullDenseRequest& request, absl::Time deadline,
+    PullWaiters::Wake* park, v1::PullDenseResponse* response,
+    absl::Span<float> into, bool* landed) {
   // A parking pull returns at once, so it may hold the gate; a blocking
   // one (no park) would hold it for as long as it waits.
   std::optional<absl::ReaderMutexLock> gate;
@@ -133,7 +157,8 @@ absl::StatusOr<ParkedPull> ShardCalls::PullDense(
       [&](absl::Span<float> out) {
         return store_->PullDense(request.table(), request.offset(), out, ctx);
       },
-      incarnation_, store_->ownership().epoch(), &traffic_, response);
+      incarnation_, store_->ownership().epoch(), &traffic_, response, into,
+      landed);
 }
 
 absl::StatusOr<ParkedPull> ShardCalls::PullSparse(

@@ -31,6 +31,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "ps.pb.h"
 #include "server/parameter_store.h"
 #include "server/pull_waiters.h"
@@ -52,6 +53,15 @@ class ShardCalls {
   // calling thread at most until `deadline` (DEADLINE_EXCEEDED).
   absl::Status PullDense(const v1::PullDenseRequest& request,
                          absl::Time deadline, v1::PullDenseResponse* response);
+  // The same pull whose raw answer (no pull codec) of exactly
+  // values.size() floats the store writes straight into `values`, with no
+  // bytes in response->values() and *landed set true: the one copy, from
+  // the table to the caller. Any other answer is PullDense's, *landed
+  // false. `values` is written only once the pull has passed its checks
+  // and its policy; a refused or timed-out pull leaves it unchanged.
+  absl::Status PullDenseInto(const v1::PullDenseRequest& request,
+                             absl::Time deadline, absl::Span<float> values,
+                             bool* landed, v1::PullDenseResponse* response);
   absl::Status PushDense(const v1::PushDenseRequest& request,
                          v1::PushResponse* response);
   // The same push with its gradient's bytes given apart from the message
@@ -144,6 +154,13 @@ class ShardCalls {
   const WireTraffic& traffic() const { return traffic_; }
 
  private:
+  // PullDense with `into` and `landed` as PullDenseInto's (ignored when
+  // `landed` is null).
+  absl::StatusOr<ParkedPull> PullDenseTo(const v1::PullDenseRequest& request,
+                                         absl::Time deadline,
+                                         PullWaiters::Wake* park,
+                                         v1::PullDenseResponse* response,
+                                         absl::Span<float> into, bool* landed);
   ParameterStore* const store_;
   std::atomic<uint64_t> incarnation_;  // changed only by Rollback
   WireTraffic traffic_;

@@ -8,7 +8,10 @@
 //   stock typed server parses the header and the gradient), and
 //   PullDenseInto lands a raw answer in the caller's buffer and leaves
 //   anything else (an encoded block, a raw block of the wrong size) in the
-//   response, as a stock stub would have it.
+//   response, as a stock stub would have it;
+// - in process, PullDenseInto has the shard read its table straight into
+//   the caller's buffer (raw answers of the right size only), and a refused
+//   pull leaves the buffer as it was.
 #include <catch2/catch.hpp>
 #include <google/protobuf/util/message_differencer.h>
 #include <grpcpp/grpcpp.h>
@@ -23,6 +26,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/wire_tensor.h"
 #include "proto/grpc_credentials.h"
 #include "ps.grpc.pb.h"
 #include "server/parameter_store.h"
@@ -99,6 +103,24 @@ class HoldingTransport final : public ShardTransport {
 constexpr uint64_t kSize = 5000;
 constexpr uint64_t kSliceFloats = 1024;  // 4 KiB slices
 
+// A client core (worker 1, 4 KiB slices) over `transports`, with dense
+// table "w" of kSize zeros under SGD at learning rate 1.
+std::unique_ptr<ClientCore> OpenWithTable(
+    std::vector<std::unique_ptr<ShardTransport>> transports) {
+  ClientOptions options;
+  options.worker_id = 1;
+  options.slice_bytes = kSliceFloats * sizeof(float);
+  options.register_worker = false;
+  auto opened = ClientCore::Open(options, std::move(transports));
+  REQUIRE(opened.ok());
+  TableConfig config = TableConfig::Dense("w", kSize);
+  config.optimizer.kind = OptimizerKind::kSgd;
+  config.optimizer.learning_rate = 1.0f;
+  config.initializer.kind = InitializerKind::kZeros;
+  REQUIRE((*opened)->CreateTable(config).ok());
+  return std::move(*opened);
+}
+
 // A client core over two in-process shards, each behind a HoldingTransport.
 struct Rig {
   Rig() {
@@ -111,18 +133,7 @@ struct Rig {
       holders.push_back(holding.get());
       transports.push_back(std::move(holding));
     }
-    ClientOptions options;
-    options.worker_id = 1;
-    options.slice_bytes = kSliceFloats * sizeof(float);
-    options.register_worker = false;
-    auto opened = ClientCore::Open(options, std::move(transports));
-    REQUIRE(opened.ok());
-    client = std::move(*opened);
-    TableConfig config = TableConfig::Dense("w", kSize);
-    config.optimizer.kind = OptimizerKind::kSgd;
-    config.optimizer.learning_rate = 1.0f;
-    config.initializer.kind = InitializerKind::kZeros;
-    REQUIRE(client->CreateTable(config).ok());
+    client = OpenWithTable(std::move(transports));
     for (const DenseSlice& slice : PlanDenseSlices(kSize, 2, kSliceFloats)) {
       ++slices_of[slice.shard];
     }
@@ -323,6 +334,120 @@ TEST_CASE("over gRPC, payloads beside the message are stock ps.proto messages",
     }
   }
   loop.Shutdown();
+}
+
+TEST_CASE("in process, a raw dense pull is read from the table into the caller's buffer",
+          "[zero_copy]") {
+  ParameterStore store(0, 1);
+  ShardCalls calls(&store, 3);
+  InProcessTransport transport(&calls);
+  std::vector<std::unique_ptr<ShardTransport>> transports;
+  transports.push_back(std::make_unique<InProcessTransport>(&calls));
+  std::unique_ptr<ClientCore> core = OpenWithTable(std::move(transports));
+  Client& client = *core;
+  // No zero in g, so no signed zero in the table: the bytes compare too.
+  std::vector<float> g(kSize);
+  std::vector<float> expected(kSize);  // zeros less 1.0 * g
+  for (uint64_t i = 0; i < kSize; ++i) {
+    g[i] = static_cast<float>(1 + i % 17);
+    expected[i] = -g[i];
+  }
+  REQUIRE(client.PushDense("w", g).ok());
+
+  SECTION("the client core's pull, sliced, lands every slice") {
+    std::vector<float> pulled(kSize, 99.0f);
+    REQUIRE(client.PullDense("w", absl::MakeSpan(pulled)).ok());
+    CHECK(pulled == expected);
+  }
+
+  constexpr uint64_t kOffset = 1000;
+  constexpr uint64_t kCount = 2000;
+  v1::PullDenseRequest request;
+  request.set_table("w");
+  request.set_offset(kOffset);
+  request.set_count(kCount);
+  request.set_worker_id(1);
+  const std::vector<float> want(expected.begin() + kOffset,
+                                expected.begin() + kOffset + kCount);
+  auto bytes_of = [](std::vector<float>& v) {
+    return absl::MakeSpan(reinterpret_cast<char*>(v.data()),
+                          v.size() * sizeof(float));
+  };
+  auto pull = [&](absl::Span<char> out, v1::PullDenseResponse* response,
+                  bool* landed) {
+    *landed = true;  // must be overwritten when it does not land
+    return Wait([&](ShardTransport::Done done) {
+      transport.PullDenseInto(absl::Seconds(30), request, response, out, landed,
+                              std::move(done));
+    });
+  };
+
+  SECTION("raw and the right size: in the buffer, not in the response") {
+    std::vector<float> out(kCount, 99.0f);
+    v1::PullDenseResponse response;
+    bool landed = false;
+    REQUIRE(pull(bytes_of(out), &response, &landed).ok());
+    CHECK(landed);
+    CHECK(std::memcmp(out.data(), want.data(), kCount * sizeof(float)) == 0);
+    CHECK(response.values().empty());
+    // No payload-sized bytes were ever made in the response (a copy through
+    // it, cleared afterwards, would leave its capacity behind).
+    CHECK(response.values().capacity() < kCount * sizeof(float));
+    CHECK_FALSE(response.encoded());
+    CHECK(response.version() == 1);
+    CHECK(response.server_incarnation() == 3);
+  }
+
+  SECTION("a buffer not aligned for floats still gets the same bytes") {
+    std::string out(kCount * sizeof(float) + 1, '\x55');
+    v1::PullDenseResponse response;
+    bool landed = false;
+    REQUIRE(pull(absl::MakeSpan(out.data() + 1, kCount * sizeof(float)),
+                 &response, &landed)
+                .ok());
+    CHECK(landed);
+    CHECK(std::memcmp(out.data() + 1, want.data(), kCount * sizeof(float)) ==
+          0);
+    CHECK(response.values().empty());
+  }
+
+  SECTION("a buffer of another size: the answer stays in the response") {
+    std::vector<float> out(kCount - 1, 99.0f);
+    v1::PullDenseResponse response;
+    bool landed = true;
+    REQUIRE(pull(bytes_of(out), &response, &landed).ok());
+    CHECK_FALSE(landed);
+    CHECK(out == std::vector<float>(kCount - 1, 99.0f));
+    REQUIRE(response.values().size() == kCount * sizeof(float));
+    CHECK(std::memcmp(response.values().data(), want.data(),
+                      kCount * sizeof(float)) == 0);
+  }
+
+  SECTION("an encoded pull: the block stays in the response") {
+    request.set_pull_codec(static_cast<v1::Codec>(CodecKind::kFp16));
+    std::vector<float> out(kCount, 99.0f);
+    v1::PullDenseResponse response;
+    bool landed = true;
+    REQUIRE(pull(bytes_of(out), &response, &landed).ok());
+    CHECK_FALSE(landed);
+    CHECK(response.encoded());
+    CHECK(out == std::vector<float>(kCount, 99.0f));
+    std::vector<float> decoded(kCount);
+    REQUIRE(DecodePulled(response.values(), absl::MakeSpan(decoded)).ok());
+    CHECK(decoded == want);  // small integers are exact in fp16
+  }
+
+  SECTION("a refused pull changes nothing in the buffer") {
+    request.set_offset(kSize - kCount + 1);  // one past the table's end
+    std::vector<float> out(kCount, 99.0f);
+    v1::PullDenseResponse response;
+    bool landed = true;
+    const absl::Status status = pull(bytes_of(out), &response, &landed);
+    CHECK(status.code() == absl::StatusCode::kOutOfRange);
+    CHECK_FALSE(landed);
+    CHECK(out == std::vector<float>(kCount, 99.0f));
+    CHECK(response.values().empty());
+  }
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "worker/src/inprocess_transport.h"
 
+#include <cstdint>
+
 namespace taups {
 namespace {
 
@@ -26,6 +28,23 @@ void InProcessTransport::SendPushDense(absl::Duration,
                                        absl::string_view gradient,
                                        v1::PushResponse* response, Done done) {
   done(shard_->PushDense(header, gradient, response));
+}
+
+void InProcessTransport::PullDenseInto(absl::Duration timeout,
+                                       const v1::PullDenseRequest& request,
+                                       v1::PullDenseResponse* response,
+                                       absl::Span<char> values, bool* landed,
+                                       Done done) {
+  *landed = false;
+  if (reinterpret_cast<uintptr_t>(values.data()) % alignof(float) != 0 ||
+      values.size() % sizeof(float) != 0) {
+    return ShardTransport::PullDenseInto(timeout, request, response, values,
+                                         landed, std::move(done));
+  }
+  const absl::Span<float> floats(reinterpret_cast<float*>(values.data()),
+                                 values.size() / sizeof(float));
+  done(shard_->PullDenseInto(request, absl::Now() + timeout, floats, landed,
+                             response));
 }
 
 absl::Status InProcessTransport::Dispatch(

@@ -35,6 +35,14 @@ class InProcessTransport final : public ShardTransport {
   void SendPushDense(absl::Duration timeout, const v1::PushDenseRequest& header,
                      absl::string_view gradient, v1::PushResponse* response,
                      Done done) override;
+  // A raw answer read by the shard straight from its table into `values`
+  // (ShardCalls::PullDenseInto): one copy, where Send's answer would be
+  // copied into the response and then again into `values`. A `values`
+  // not aligned for floats is answered as Send answers.
+  void PullDenseInto(absl::Duration timeout,
+                     const v1::PullDenseRequest& request,
+                     v1::PullDenseResponse* response, absl::Span<char> values,
+                     bool* landed, Done done) override;
 
  private:
   absl::Status Dispatch(Rpc rpc, absl::Time deadline,
