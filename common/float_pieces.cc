@@ -1,0 +1,85 @@
+#include "common/float_pieces.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "common/vector_math.h"
+
+namespace taups {
+namespace {
+
+// Walks the floats the pieces form: `bytes(first, src, n)` for the n whole
+// floats of one piece at `src` (any alignment), `single(first, value)` for
+// a float that straddles pieces, assembled here. In tensor order.
+template <typename Bytes, typename Single>
+void WalkFloats(absl::Span<const absl::string_view> pieces, Bytes bytes,
+                Single single) {
+  char partial[4];
+  size_t have = 0;   // bytes of a straddling float gathered so far
+  size_t first = 0;  // index of the next float
+  for (absl::string_view piece : pieces) {
+    const char* src = piece.data();
+    size_t left = piece.size();
+    if (have > 0) {
+      const size_t take = std::min(left, sizeof(partial) - have);
+      std::memcpy(partial + have, src, take);
+      have += take;
+      src += take;
+      left -= take;
+      if (have < sizeof(partial)) continue;  // the piece ended first
+      float value;
+      std::memcpy(&value, partial, sizeof(value));
+      single(first++, value);
+      have = 0;
+    }
+    const size_t whole = left / 4;
+    if (whole > 0) bytes(first, src, whole);
+    first += whole;
+    src += 4 * whole;
+    left -= 4 * whole;
+    if (left > 0) std::memcpy(partial, src, left);
+    have = left;
+  }
+}
+
+}  // namespace
+
+float MaxAbsOfPieces(absl::Span<const absl::string_view> pieces) {
+  float max = 0.0f;  // MaxAbs never answers NaN, so std::max is exact
+  WalkFloats(
+      pieces,
+      [&](size_t, const char* src, size_t n) {
+        max = std::max(max, MaxAbsOfBytes(src, n));
+      },
+      [&](size_t, float value) {
+        max = std::max(max, MaxAbs(absl::MakeConstSpan(&value, 1)));
+      });
+  return max;
+}
+
+void ForEachFloatRun(
+    absl::Span<const absl::string_view> pieces,
+    absl::FunctionRef<void(size_t first, absl::Span<const float> floats)> run) {
+  alignas(64) float bounce[kFloatRunBounce];
+  WalkFloats(
+      pieces,
+      [&](size_t first, const char* src, size_t n) {
+        if (reinterpret_cast<uintptr_t>(src) % alignof(float) == 0) {
+          run(first, absl::MakeConstSpan(reinterpret_cast<const float*>(src), n));
+          return;
+        }
+        for (size_t done = 0; done < n;) {
+          const size_t k = std::min(n - done, kFloatRunBounce);
+          std::memcpy(bounce, src + 4 * done, 4 * k);
+          run(first + done, absl::MakeConstSpan(bounce, k));
+          done += k;
+        }
+      },
+      [&](size_t first, float value) {
+        bounce[0] = value;
+        run(first, absl::MakeConstSpan(bounce, 1));
+      });
+}
+
+}  // namespace taups

@@ -1,0 +1,49 @@
+// Reading a float tensor in place where it arrived: as little-endian bytes
+// cut into pieces at arbitrary byte offsets (the slices gRPC delivers a
+// large message in, one per HTTP/2 data frame), without first gathering the
+// pieces into one buffer.
+//
+// The pieces, read end to end, form floats of 4 bytes each; a float whose
+// bytes lie in two (or more) pieces "straddles" and is put together in a
+// 4-byte bounce. A trailing partial float (a byte count not a multiple of
+// 4) is not a float and is never visited.
+//
+// These are the piecewise forms of MaxAbs (common/vector_math.h) and of a
+// walk an element-wise update (every Optimizer rule) can run over: a rule
+// applied run by run gives the same bits as applied to the gathered tensor.
+//
+// Thread-safety: pure functions on caller-owned memory; the pieces are only
+// read, and must not change during a call.
+#ifndef TAUPS_COMMON_FLOAT_PIECES_H_
+#define TAUPS_COMMON_FLOAT_PIECES_H_
+
+#include <cstddef>
+
+#include "absl/functional/function_ref.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace taups {
+
+// MaxAbs of the floats the pieces form, reading every byte once and writing
+// nothing but a 4-byte bounce per straddling float: +infinity when one is
+// NaN or infinite, 0 when there is none.
+float MaxAbsOfPieces(absl::Span<const absl::string_view> pieces);
+
+// Floats per run handed out from the bounce block when a piece's floats are
+// not 4-aligned in memory (the block, 4 KiB, stays in L1).
+inline constexpr size_t kFloatRunBounce = 1024;
+
+// Calls `run(first, floats)` for consecutive runs that cover every float of
+// the pieces once, in order: `floats` are floats [first, first + size) of
+// the tensor, always 4-aligned. A run points into a piece where the piece's
+// floats are 4-aligned, else at a bounce block they were copied to
+// (kFloatRunBounce floats at most per run); a straddling float comes as a
+// run of one. `floats` is valid only during the call. Nothing is allocated.
+void ForEachFloatRun(
+    absl::Span<const absl::string_view> pieces,
+    absl::FunctionRef<void(size_t first, absl::Span<const float> floats)> run);
+
+}  // namespace taups
+
+#endif  // TAUPS_COMMON_FLOAT_PIECES_H_
