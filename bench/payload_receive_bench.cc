@@ -1,12 +1,19 @@
 // payload_receive_bench: the shard's first touch of a received dense push
 // (proto/raw_payload.h), on one core, without the network. A PushDense
 // message is cut into slices the way gRPC delivers it (one per HTTP/2 data
-// frame) and decoded three ways, alternated in one run:
+// frame) and decoded these ways, one after another in one run:
 //   gather+scan  DecodeWithPayload, then MaxAbs over the floats (the finite
 //                check's own pass: the shard before the fused copy)
 //   fused        DecodeWithPayload with PayloadMeasure::kFloatMaxAbs (the
 //                max |g| computed in the copy's loop: the shard now)
+//   pieces max   DecodeLeavingPayload, then MaxAbsOfPieces over the received
+//                pieces, read only (common/float_pieces.h: no gather)
 //   memcpy       one memcpy of the payload's bytes (the floor)
+// and, with the apply after the finite check (an SGD step w -= lr * g over a
+// table of the payload's size, standing in for the element-wise rules):
+//   gather+apply fused, then the step over the gathered floats
+//   pieces+apply pieces max, then the step run by run (ForEachFloatRun)
+// The two applies are checked to leave the same bits first.
 // GB/s = payload bytes per CPU-second of this single-threaded process.
 //
 //   payload_receive_bench --sizes=1MiB,16MiB --frame=16KiB --trials=5
@@ -26,6 +33,7 @@
 #include "bench/measure.h"
 #include "bench/report_table.h"
 #include "common/status_macros.h"
+#include "common/float_pieces.h"
 #include "common/vector_math.h"
 #include "proto/raw_payload.h"
 #include "ps.pb.h"
@@ -37,6 +45,10 @@ ABSL_FLAG(double, min_seconds, 0.3,
           "Each figure repeats its operation for at least this many seconds.");
 ABSL_FLAG(int64_t, min_iters, 3, "Each figure repeats at least this often.");
 ABSL_FLAG(int, trials, 5, "Timed runs per figure; the median is reported.");
+ABSL_FLAG(bool, aligned_floats, false,
+          "Lengthen the table name so the floats start 4-aligned in every "
+          "slice (by default they start 1-3 bytes off, as behind gRPC's "
+          "frame headers, and the piecewise apply copies through a bounce).");
 ABSL_FLAG(std::string, format, "text", "text or markdown.");
 
 namespace taups::bench {
@@ -60,15 +72,21 @@ absl::Status Run() {
   std::vector<std::string> lines = DescribeMachine();
   lines.push_back(absl::StrCat("flags: --sizes=", absl::GetFlag(FLAGS_sizes),
                                " --frame=", absl::GetFlag(FLAGS_frame),
-                               " --trials=", absl::GetFlag(FLAGS_trials)));
+                               " --trials=", absl::GetFlag(FLAGS_trials),
+                               " --aligned_floats=",
+                               absl::GetFlag(FLAGS_aligned_floats)));
   lines.push_back(
       "GB/s = payload bytes per CPU-second (one thread), 1 GB = 1e9 B; "
       "gather+scan = decode then MaxAbs; fused = decode measuring max |g| "
-      "in the copy; memcpy = one copy of the payload");
+      "in the copy; pieces max = decode leaving the payload in its slices, "
+      "then max |g| over them read only; memcpy = one copy of the payload; "
+      "+apply = then an SGD step over a table of the payload's size");
   PrintReportHeader(format, "tauPS received-payload benchmark (one core)",
                     lines);
   ReportTable table({"size", "gather+scan GB/s", "fused GB/s", "÷ gather+scan",
-                     "memcpy GB/s", "fused ÷ memcpy"},
+                     "pieces max GB/s", "÷ fused", "memcpy GB/s",
+                     "fused ÷ memcpy", "gather+apply GB/s", "pieces+apply GB/s",
+                     "÷ gather+apply"},
                     /*left_columns=*/1);
   for (absl::string_view size_text :
        absl::StrSplit(absl::GetFlag(FLAGS_sizes), ',')) {
@@ -83,6 +101,10 @@ absl::Status Run() {
     request.set_offset(0);
     request.mutable_origin()->set_worker_id(1);
     request.set_gradient(reinterpret_cast<const char*>(g.data()), 4 * n);
+    while (absl::GetFlag(FLAGS_aligned_floats) &&
+           (request.ByteSizeLong() - 4 * n) % 4 != 0) {
+      request.mutable_table()->push_back('x');
+    }
     const grpc::ByteBuffer buffer = Sliced(request.SerializeAsString(), frame);
     const uint32_t field = v1::PushDenseRequest::kGradientFieldNumber;
     const float expected = MaxAbs(g);
@@ -104,6 +126,51 @@ absl::Status Run() {
       seen_fused = payload.max_abs();
       return absl::OkStatus();
     };
+    float seen_pieces = 0;
+    auto pieces_max = [&]() -> absl::Status {
+      v1::PushDenseRequest header;
+      PayloadPieces payload;
+      RETURN_IF_ERROR(DecodeLeavingPayload(buffer, field, &header, &payload));
+      seen_pieces = MaxAbsOfPieces(payload.pieces());
+      return absl::OkStatus();
+    };
+    // The step both applies take, over [first, first + g.size()) of `w`.
+    auto step = [](float* __restrict w, const float* __restrict g, size_t m) {
+      for (size_t i = 0; i < m; ++i) w[i] -= 0.01f * g[i];
+    };
+    std::vector<float> w_gather(n, 0.5f), w_pieces(n, 0.5f);
+    auto gather_apply = [&]() -> absl::Status {
+      v1::PushDenseRequest header;
+      ReceivedPayload payload;
+      RETURN_IF_ERROR(DecodeWithPayload(buffer, field, &header, &payload,
+                                        PayloadMeasure::kFloatMaxAbs));
+      if (payload.max_abs() == __builtin_huge_valf()) {
+        return absl::InternalError("not finite");
+      }
+      step(w_gather.data(),
+           reinterpret_cast<const float*>(payload.bytes().data()), n);
+      KeepMemory(w_gather.data());
+      return absl::OkStatus();
+    };
+    auto pieces_apply = [&]() -> absl::Status {
+      v1::PushDenseRequest header;
+      PayloadPieces payload;
+      RETURN_IF_ERROR(DecodeLeavingPayload(buffer, field, &header, &payload));
+      if (MaxAbsOfPieces(payload.pieces()) == __builtin_huge_valf()) {
+        return absl::InternalError("not finite");
+      }
+      ForEachFloatRun(payload.pieces(),
+                      [&](size_t first, absl::Span<const float> run) {
+                        step(w_pieces.data() + first, run.data(), run.size());
+                      });
+      KeepMemory(w_pieces.data());
+      return absl::OkStatus();
+    };
+    RETURN_IF_ERROR(gather_apply());
+    RETURN_IF_ERROR(pieces_apply());
+    if (std::memcmp(w_gather.data(), w_pieces.data(), 4 * n) != 0) {
+      return absl::InternalError("the piecewise apply left other bits");
+    }
     std::vector<char> dst(4 * n);
     auto copy = [&]() -> absl::Status {
       std::memcpy(dst.data(), g.data(), 4 * n);
@@ -112,17 +179,26 @@ absl::Status Run() {
     };
     ASSIGN_OR_RETURN(Measurement a, Measure(measure, scan));
     ASSIGN_OR_RETURN(Measurement b, Measure(measure, fused));
+    ASSIGN_OR_RETURN(Measurement p, Measure(measure, pieces_max));
     ASSIGN_OR_RETURN(Measurement c, Measure(measure, copy));
-    if (seen_scan != expected || seen_fused != expected) {
+    ASSIGN_OR_RETURN(Measurement ga_m, Measure(measure, gather_apply));
+    ASSIGN_OR_RETURN(Measurement pa_m, Measure(measure, pieces_apply));
+    if (seen_scan != expected || seen_fused != expected ||
+        seen_pieces != expected) {
       return absl::InternalError("a decode measured the wrong max |g|");
     }
     const double bytes = 4.0 * static_cast<double>(n);
     const double ga = a.GigabytesPerCpuSecond(bytes);
     const double gb = b.GigabytesPerCpuSecond(bytes);
     const double gc = c.GigabytesPerCpuSecond(bytes);
+    const double gp = p.GigabytesPerCpuSecond(bytes);
+    const double gga = ga_m.GigabytesPerCpuSecond(bytes);
+    const double gpa = pa_m.GigabytesPerCpuSecond(bytes);
     table.AddRow({std::string(size_text), FormatNumber(ga), FormatNumber(gb),
-                  absl::StrFormat("%.2f×", gb / ga), FormatNumber(gc),
-                  absl::StrFormat("%.2f×", gb / gc)});
+                  absl::StrFormat("%.2f×", gb / ga), FormatNumber(gp),
+                  absl::StrFormat("%.2f×", gp / gb), FormatNumber(gc),
+                  absl::StrFormat("%.2f×", gb / gc), FormatNumber(gga),
+                  FormatNumber(gpa), absl::StrFormat("%.2f×", gpa / gga)});
   }
   table.Print(format, stdout);
   return absl::OkStatus();
@@ -135,7 +211,9 @@ int main(int argc, char** argv) {
   return taups::bench::BenchMain(
       argc, argv, "payload_receive_bench",
       "Measures the decode of a received dense push: gather then scan, "
-      "against the fused gather that measures max |g|, next to memcpy.\n"
+      "against the fused gather that measures max |g|, the read-only "
+      "max |g| over the received pieces, memcpy, and gather+apply against "
+      "the apply run over the pieces.\n"
       "  payload_receive_bench --sizes=1MiB,16MiB --frame=16KiB",
       taups::bench::Run);
 }
