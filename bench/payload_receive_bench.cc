@@ -12,7 +12,10 @@
 // and, with the apply after the finite check (an SGD step w -= lr * g over a
 // table of the payload's size, standing in for the element-wise rules):
 //   gather+apply fused, then the step over the gathered floats
-//   pieces+apply pieces max, then the step run by run (ForEachFloatRun)
+//   pieces+apply pieces max, then the step run by run (ForEachFloatRun:
+//                misaligned floats copied through a bounce block)
+//   pieces+unaligned  the same, the step reading each run's bytes with
+//                unaligned loads (ForEachFloatBytes: no bounce)
 // The two applies are checked to leave the same bits first.
 // GB/s = payload bytes per CPU-second of this single-threaded process.
 //
@@ -80,12 +83,14 @@ absl::Status Run() {
       "gather+scan = decode then MaxAbs; fused = decode measuring max |g| "
       "in the copy; pieces max = decode leaving the payload in its slices, "
       "then max |g| over them read only; memcpy = one copy of the payload; "
-      "+apply = then an SGD step over a table of the payload's size");
+      "+apply = then an SGD step over a table of the payload's size; "
+      "+unaligned = the step reading the pieces with unaligned loads");
   PrintReportHeader(format, "tauPS received-payload benchmark (one core)",
                     lines);
   ReportTable table({"size", "gather+scan GB/s", "fused GB/s", "÷ gather+scan",
                      "pieces max GB/s", "÷ fused", "memcpy GB/s",
                      "fused ÷ memcpy", "gather+apply GB/s", "pieces+apply GB/s",
+                     "÷ gather+apply", "pieces+unaligned GB/s",
                      "÷ gather+apply"},
                     /*left_columns=*/1);
   for (absl::string_view size_text :
@@ -166,9 +171,34 @@ absl::Status Run() {
       KeepMemory(w_pieces.data());
       return absl::OkStatus();
     };
+    std::vector<float> w_bytes(n, 0.5f);
+    auto step_bytes = [](float* __restrict w, const char* __restrict g,
+                         size_t m) {
+      for (size_t i = 0; i < m; ++i) {
+        float x;
+        std::memcpy(&x, g + 4 * i, sizeof(x));
+        w[i] -= 0.01f * x;
+      }
+    };
+    auto pieces_unaligned = [&]() -> absl::Status {
+      v1::PushDenseRequest header;
+      PayloadPieces payload;
+      RETURN_IF_ERROR(DecodeLeavingPayload(buffer, field, &header, &payload));
+      if (MaxAbsOfPieces(payload.pieces()) == __builtin_huge_valf()) {
+        return absl::InternalError("not finite");
+      }
+      ForEachFloatBytes(payload.pieces(),
+                        [&](size_t first, const char* bytes, size_t m) {
+                          step_bytes(w_bytes.data() + first, bytes, m);
+                        });
+      KeepMemory(w_bytes.data());
+      return absl::OkStatus();
+    };
     RETURN_IF_ERROR(gather_apply());
     RETURN_IF_ERROR(pieces_apply());
-    if (std::memcmp(w_gather.data(), w_pieces.data(), 4 * n) != 0) {
+    RETURN_IF_ERROR(pieces_unaligned());
+    if (std::memcmp(w_gather.data(), w_pieces.data(), 4 * n) != 0 ||
+        std::memcmp(w_gather.data(), w_bytes.data(), 4 * n) != 0) {
       return absl::InternalError("the piecewise apply left other bits");
     }
     std::vector<char> dst(4 * n);
@@ -183,6 +213,7 @@ absl::Status Run() {
     ASSIGN_OR_RETURN(Measurement c, Measure(measure, copy));
     ASSIGN_OR_RETURN(Measurement ga_m, Measure(measure, gather_apply));
     ASSIGN_OR_RETURN(Measurement pa_m, Measure(measure, pieces_apply));
+    ASSIGN_OR_RETURN(Measurement pu_m, Measure(measure, pieces_unaligned));
     if (seen_scan != expected || seen_fused != expected ||
         seen_pieces != expected) {
       return absl::InternalError("a decode measured the wrong max |g|");
@@ -194,11 +225,13 @@ absl::Status Run() {
     const double gp = p.GigabytesPerCpuSecond(bytes);
     const double gga = ga_m.GigabytesPerCpuSecond(bytes);
     const double gpa = pa_m.GigabytesPerCpuSecond(bytes);
+    const double gpu = pu_m.GigabytesPerCpuSecond(bytes);
     table.AddRow({std::string(size_text), FormatNumber(ga), FormatNumber(gb),
                   absl::StrFormat("%.2f×", gb / ga), FormatNumber(gp),
                   absl::StrFormat("%.2f×", gp / gb), FormatNumber(gc),
                   absl::StrFormat("%.2f×", gb / gc), FormatNumber(gga),
-                  FormatNumber(gpa), absl::StrFormat("%.2f×", gpa / gga)});
+                  FormatNumber(gpa), absl::StrFormat("%.2f×", gpa / gga),
+                  FormatNumber(gpu), absl::StrFormat("%.2f×", gpu / gga)});
   }
   table.Print(format, stdout);
   return absl::OkStatus();

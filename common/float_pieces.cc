@@ -82,4 +82,14 @@ void ForEachFloatRun(
       });
 }
 
+void ForEachFloatBytes(
+    absl::Span<const absl::string_view> pieces,
+    absl::FunctionRef<void(size_t first, const char* bytes, size_t n)> run) {
+  WalkFloats(pieces, run, [&](size_t first, float value) {
+    char bytes[sizeof(value)];
+    std::memcpy(bytes, &value, sizeof(value));
+    run(first, bytes, 1);
+  });
+}
+
 }  // namespace taups

@@ -44,6 +44,16 @@ void ForEachFloatRun(
     absl::Span<const absl::string_view> pieces,
     absl::FunctionRef<void(size_t first, absl::Span<const float> floats)> run);
 
+// The same walk with the floats left as bytes where they lie:
+// `run(first, bytes, n)` for floats [first, first + n) whose little-endian
+// bytes start at `bytes`, any alignment (read them with std::memcpy, which
+// compiles to unaligned loads), so nothing is copied but a straddling float,
+// which comes as a run of one from a 4-byte bounce. `bytes` is valid only
+// during the call.
+void ForEachFloatBytes(
+    absl::Span<const absl::string_view> pieces,
+    absl::FunctionRef<void(size_t first, const char* bytes, size_t n)> run);
+
 }  // namespace taups
 
 #endif  // TAUPS_COMMON_FLOAT_PIECES_H_

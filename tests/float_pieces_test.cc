@@ -53,6 +53,21 @@ std::vector<uint32_t> RunBits(const std::vector<absl::string_view>& pieces) {
   return bits;
 }
 
+// The same through ForEachFloatBytes.
+std::vector<uint32_t> ByteRunBits(const std::vector<absl::string_view>& pieces) {
+  std::vector<uint32_t> bits;
+  ForEachFloatBytes(pieces, [&](size_t first, const char* bytes, size_t n) {
+    REQUIRE(first == bits.size());
+    REQUIRE(n > 0);
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t b;
+      std::memcpy(&b, bytes + 4 * i, 4);
+      bits.push_back(b);
+    }
+  });
+  return bits;
+}
+
 std::vector<uint32_t> Bits(const std::vector<float>& floats) {
   std::vector<uint32_t> bits(floats.size());
   std::memcpy(bits.data(), floats.data(), 4 * floats.size());
@@ -79,6 +94,7 @@ TEST_CASE("piecewise max |x| and runs match the gathered tensor") {
                             &storage);
           REQUIRE(MaxAbsOfPieces(pieces) == MaxAbs(v));
           REQUIRE(RunBits(pieces) == Bits(v));
+          REQUIRE(ByteRunBits(pieces) == Bits(v));
           for (size_t at : {size_t{0}, n / 2, n - 1}) {
             if (n == 0) break;
             for (float special : specials) {
@@ -89,6 +105,7 @@ TEST_CASE("piecewise max |x| and runs match the gathered tensor") {
                              &storage);
               REQUIRE(MaxAbsOfPieces(bad) == MaxAbs(w));
               REQUIRE(RunBits(bad) == Bits(w));
+              REQUIRE(ByteRunBits(bad) == Bits(w));
             }
           }
         }
@@ -112,6 +129,7 @@ TEST_CASE("random cuts, empty pieces and long misaligned runs") {
     INFO("round " << round << " floats " << v.size());
     REQUIRE(MaxAbsOfPieces(pieces) == MaxAbs(v));
     REQUIRE(RunBits(pieces) == Bits(v));
+    REQUIRE(ByteRunBits(pieces) == Bits(v));
   }
 }
 
