@@ -157,13 +157,18 @@ absl::Status Run() {
       KeepMemory(w_gather.data());
       return absl::OkStatus();
     };
-    auto pieces_apply = [&]() -> absl::Status {
+    // Decodes leaving the payload in its slices and checks it finite.
+    auto decode_pieces = [&](PayloadPieces* payload) -> absl::Status {
       v1::PushDenseRequest header;
-      PayloadPieces payload;
-      RETURN_IF_ERROR(DecodeLeavingPayload(buffer, field, &header, &payload));
-      if (MaxAbsOfPieces(payload.pieces()) == __builtin_huge_valf()) {
+      RETURN_IF_ERROR(DecodeLeavingPayload(buffer, field, &header, payload));
+      if (MaxAbsOfPieces(payload->pieces()) == __builtin_huge_valf()) {
         return absl::InternalError("not finite");
       }
+      return absl::OkStatus();
+    };
+    auto pieces_apply = [&]() -> absl::Status {
+      PayloadPieces payload;
+      RETURN_IF_ERROR(decode_pieces(&payload));
       ForEachFloatRun(payload.pieces(),
                       [&](size_t first, absl::Span<const float> run) {
                         step(w_pieces.data() + first, run.data(), run.size());
@@ -181,12 +186,8 @@ absl::Status Run() {
       }
     };
     auto pieces_unaligned = [&]() -> absl::Status {
-      v1::PushDenseRequest header;
       PayloadPieces payload;
-      RETURN_IF_ERROR(DecodeLeavingPayload(buffer, field, &header, &payload));
-      if (MaxAbsOfPieces(payload.pieces()) == __builtin_huge_valf()) {
-        return absl::InternalError("not finite");
-      }
+      RETURN_IF_ERROR(decode_pieces(&payload));
       ForEachFloatBytes(payload.pieces(),
                         [&](size_t first, const char* bytes, size_t m) {
                           step_bytes(w_bytes.data() + first, bytes, m);
