@@ -23,7 +23,7 @@ void WalkFloats(absl::Span<const absl::string_view> pieces, Bytes bytes,
     size_t left = piece.size();
     if (have > 0) {
       const size_t take = std::min(left, sizeof(partial) - have);
-      std::memcpy(partial + have, src, take);
+      if (take > 0) std::memcpy(partial + have, src, take);
       have += take;
       src += take;
       left -= take;

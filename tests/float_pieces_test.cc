@@ -26,7 +26,7 @@ std::vector<absl::string_view> Cut(const std::vector<float>& floats,
   const size_t size = 4 * floats.size() + tail;
   storage->assign((shift + size) / 4 + 2, 0xa5a5a5a5u);
   char* base = reinterpret_cast<char*>(storage->data()) + shift;
-  std::memcpy(base, floats.data(), 4 * floats.size());
+  if (!floats.empty()) std::memcpy(base, floats.data(), 4 * floats.size());
   for (size_t i = 0; i < tail; ++i) base[4 * floats.size() + i] = 0x7f;
   std::vector<absl::string_view> pieces;
   for (size_t at = 0, i = 0; at < size; ++i) {
