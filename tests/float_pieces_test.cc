@@ -70,7 +70,7 @@ std::vector<uint32_t> ByteRunBits(const std::vector<absl::string_view>& pieces) 
 
 std::vector<uint32_t> Bits(const std::vector<float>& floats) {
   std::vector<uint32_t> bits(floats.size());
-  std::memcpy(bits.data(), floats.data(), 4 * floats.size());
+  if (!floats.empty()) std::memcpy(bits.data(), floats.data(), 4 * floats.size());
   return bits;
 }
 
