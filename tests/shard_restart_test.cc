@@ -312,7 +312,9 @@ std::map<std::string, uint64_t> RestoredVersions(const std::string& log) {
 }
 
 // A worker's "shard 1 restarted: table 'T' went back from version B to A; N
-// updates this worker saw are lost" line.
+// updates this worker saw are lost" line, or its "... table 'T' is at version
+// A, at or past version B this worker last saw ..." (N = 0) when the other
+// worker's pushes reached the restored shard first.
 struct LostLine {
   std::string table;
   uint64_t before = 0, after = 0, lost = 0;
@@ -326,6 +328,14 @@ std::vector<LostLine> LostLines(const std::string& output) {
        it != std::sregex_iterator(); ++it) {
     lines.push_back({(*it)[1].str(), std::stoull((*it)[2].str()),
                      std::stoull((*it)[3].str()), std::stoull((*it)[4].str())});
+  }
+  const std::regex caught_up(
+      "shard 1 restarted: table '([^']+)' is at version ([0-9]+), at or past "
+      "version ([0-9]+) this worker last saw; no update it saw is lost");
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), caught_up);
+       it != std::sregex_iterator(); ++it) {
+    lines.push_back({(*it)[1].str(), std::stoull((*it)[3].str()),
+                     std::stoull((*it)[2].str()), 0});
   }
   return lines;
 }
@@ -397,7 +407,10 @@ TEST_CASE("workers ride through a shard killed and restarted mid-training") {
     REQUIRE(at_kill.at(table) >= version);
     most_lost += at_kill.at(table) - version;
   }
-  REQUIRE(most_lost > 0);  // the kill came well after the last checkpoint?
+  // most_lost is 0 in a run (a few in a hundred) whose version-triggered
+  // checkpoint fell on the workers' last update before they were stopped:
+  // then nothing is lost, and every line below must say so.
+  uint64_t most_seen_lost = 0;  // the largest loss one worker counted
   for (const testing::WorkerRun& r : runs) {
     INFO(r.output << "\n" << r.json);
     // One line per table of shard 1; the summary sums them.
@@ -420,26 +433,36 @@ TEST_CASE("workers ride through a shard killed and restarted mid-training") {
     CHECK(r.json.find(absl::StrCat("\"updates_lost_by_shard\":[0,", lost, "]")) !=
           std::string::npos);
     CHECK(lost <= most_lost);
-    CHECK(lost > 0);
+    most_seen_lost = std::max(most_seen_lost, lost);
   }
+  // One worker can see nothing lost (the other's redone pushes reached the
+  // restored shard first), but the first to hear from it saw a loss when
+  // the restore went back further than the pushes the two had in flight.
+  if (most_lost > 3) CHECK(most_seen_lost > 0);
   // The shard's own count, from what the workers reported on registering
   // again: per table, the newest version any of them saw, less the
   // restored one.
+  // A table no worker saw past its restored version has no such line.
   const std::map<std::string, ShardLoss> shard_losses = ShardLosses(log);
-  CHECK(shard_losses.size() == 2);
-  for (const auto& [table, loss] : shard_losses) {
+  for (const auto& [table, version] : restored) {
     INFO(table);
-    REQUIRE(restored.count(table) == 1);
     uint64_t newest_seen = 0;
     for (const testing::WorkerRun& r : runs) {
       for (const LostLine& line : LostLines(r.output)) {
         if (line.table == table) newest_seen = std::max(newest_seen, line.before);
       }
     }
-    CHECK(loss.seen == newest_seen);
-    CHECK(loss.seen <= at_kill.at(table));
-    CHECK(loss.lost == loss.seen - restored.at(table));
+    const auto loss = shard_losses.find(table);
+    if (newest_seen <= version) {
+      CHECK(loss == shard_losses.end());
+      continue;
+    }
+    REQUIRE(loss != shard_losses.end());
+    CHECK(loss->second.seen == newest_seen);
+    CHECK(loss->second.seen <= at_kill.at(table));
+    CHECK(loss->second.lost == loss->second.seen - version);
   }
+  CHECK(shard_losses.size() <= restored.size());
   for (int s = 0; s < 2; ++s) REQUIRE(shards[s].process->Stop() == std::optional<int>(0));
 }
 

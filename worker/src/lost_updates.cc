@@ -17,10 +17,17 @@ void LostUpdates::Saw(uint32_t shard, const std::string& table,
   if (before != s.before.end()) {
     const uint64_t lost = before->second > version ? before->second - version : 0;
     s.lost += lost;
-    spdlog::warn(
-        "shard {} restarted: table '{}' went back from version {} to {}; {} "
-        "updates this worker saw are lost",
-        shard, table, before->second, version, lost);
+    if (lost > 0) {
+      spdlog::warn(
+          "shard {} restarted: table '{}' went back from version {} to {}; {} "
+          "updates this worker saw are lost",
+          shard, table, before->second, version, lost);
+    } else {  // other workers' pushes reached the restored shard first
+      spdlog::info(
+          "shard {} restarted: table '{}' is at version {}, at or past version "
+          "{} this worker last saw; no update it saw is lost",
+          shard, table, version, before->second);
+    }
     s.before.erase(before);
   }
   uint64_t& last = s.last[table];
