@@ -322,20 +322,19 @@ struct LostLine {
 std::vector<LostLine> LostLines(const std::string& output) {
   std::vector<LostLine> lines;
   const std::regex line(
-      "shard 1 restarted: table '([^']+)' went back from version ([0-9]+) to "
-      "([0-9]+); ([0-9]+) updates this worker saw are lost");
+      "shard 1 restarted: table '([^']+)' (?:went back from version ([0-9]+) "
+      "to ([0-9]+); ([0-9]+) updates this worker saw are lost|is at version "
+      "([0-9]+), at or past version ([0-9]+) this worker last saw; no update "
+      "it saw is lost)");
   for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
        it != std::sregex_iterator(); ++it) {
-    lines.push_back({(*it)[1].str(), std::stoull((*it)[2].str()),
-                     std::stoull((*it)[3].str()), std::stoull((*it)[4].str())});
-  }
-  const std::regex caught_up(
-      "shard 1 restarted: table '([^']+)' is at version ([0-9]+), at or past "
-      "version ([0-9]+) this worker last saw; no update it saw is lost");
-  for (auto it = std::sregex_iterator(output.begin(), output.end(), caught_up);
-       it != std::sregex_iterator(); ++it) {
-    lines.push_back({(*it)[1].str(), std::stoull((*it)[3].str()),
-                     std::stoull((*it)[2].str()), 0});
+    const std::smatch& m = *it;
+    const auto number = [&m](int group) { return std::stoull(m[group].str()); };
+    if (m[2].matched) {
+      lines.push_back({m[1].str(), number(2), number(3), number(4)});
+    } else {
+      lines.push_back({m[1].str(), number(6), number(5), 0});
+    }
   }
   return lines;
 }
