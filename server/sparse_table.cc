@@ -11,6 +11,7 @@
 #include "common/shard_map.h"
 #include "common/stamped_key_table.h"
 #include "common/vector_math.h"
+#include "server/apply_pool.h"
 #include "server/table_stats.h"
 
 namespace taups {
@@ -25,9 +26,11 @@ bool UsesAdmission(const TableConfig& config) {
 }
 
 // Measures the tau of request key i whose row has `version` (nullopt: no
-// row) into `sink`; sets counted[i] when the row counts (RowTauSummary).
-void MeasureOne(RowTauSink& sink, uint32_t i, std::optional<uint64_t> version,
-                uint8_t* counted) {
+// row) into sink.taus[i] and `summary` (the summary of i's stripe: stripes
+// may be measured at once, and their summaries are added up afterwards);
+// sets counted[i] when the row counts (RowTauSummary).
+void MeasureOne(const RowTauSink& sink, RowTauSummary& summary, uint32_t i,
+                std::optional<uint64_t> version, uint8_t* counted) {
   const uint64_t base = sink.base_versions[i];
   if (base == kUnknownRowVersion) {
     sink.taus[i] = kUnknownRowVersion;
@@ -35,20 +38,32 @@ void MeasureOne(RowTauSink& sink, uint32_t i, std::optional<uint64_t> version,
   }
   if (!version.has_value()) {
     sink.taus[i] = 0;
-    if (base > 0) ++sink.summary.reborn;
+    if (base > 0) ++summary.reborn;
     return;
   }
   uint64_t tau = *version;
   if (base <= *version) {
     tau = *version - base;
   } else {
-    ++sink.summary.reborn;
+    ++summary.reborn;
   }
   sink.taus[i] = tau;
-  ++sink.summary.rows;
-  sink.summary.sum += tau;
-  sink.summary.max = std::max(sink.summary.max, tau);
+  ++summary.rows;
+  summary.sum += tau;
+  summary.max = std::max(summary.max, tau);
   counted[i] = 1;
+}
+
+// Adds the stripes' summaries into sink->summary (sums and a maximum of
+// integers: the same whatever order the stripes were measured in).
+void AddSummaries(absl::Span<const RowTauSummary> per_stripe,
+                  RowTauSink* sink) {
+  for (const RowTauSummary& part : per_stripe) {
+    sink->summary.rows += part.rows;
+    sink->summary.sum += part.sum;
+    sink->summary.max = std::max(sink->summary.max, part.max);
+    sink->summary.reborn += part.reborn;
+  }
 }
 
 }  // namespace
@@ -145,9 +160,21 @@ std::optional<uint64_t> SparseTable::FirstRepeatedKey(
   return std::nullopt;
 }
 
+void SparseTable::SetApplyPool(ApplyPool* pool, size_t min_parallel) {
+  pool_set_ = true;
+  pool_ = pool;
+  parallel_min_ = std::max<size_t>(min_parallel, 1);
+}
+
+ApplyPool* SparseTable::PoolFor(size_t keys) const {
+  if (keys < parallel_min_) return nullptr;
+  ApplyPool* pool = pool_set_ ? pool_ : &ApplyPool::Shared();
+  return pool != nullptr && pool->threads() >= 2 ? pool : nullptr;
+}
+
 template <typename Fn>
 void SparseTable::ForEachStripeGroup(absl::Span<const uint64_t> keys,
-                                     Fn&& fn) const {
+                                     Spread spread, Fn&& fn) const {
   // Counting sort of key positions by stripe, so each stripe is locked once
   // per request instead of once per key.
   std::vector<uint32_t> order(keys.size());
@@ -164,26 +191,34 @@ void SparseTable::ForEachStripeGroup(absl::Span<const uint64_t> keys,
     order[next[stripe_of[i]]++] = static_cast<uint32_t>(i);
   }
   const std::shared_ptr<CutState> cut = PendingCut();
-  for (int s = 0; s < kStripes; ++s) {
-    if (begin[s] == begin[s + 1]) continue;
+  auto visit = [&](int s) {
+    if (begin[s] == begin[s + 1]) return;
     Stripe& stripe = *stripes_[s];
     absl::MutexLock lock(&stripe.mu);
     if (cut) CopyStripeLocked(*cut, s);
-    fn(stripe, absl::MakeConstSpan(order.data() + begin[s],
-                                   begin[s + 1] - begin[s]));
+    fn(s, stripe, absl::MakeConstSpan(order.data() + begin[s],
+                                      begin[s + 1] - begin[s]));
+  };
+  ApplyPool* pool =
+      spread == Spread::kPoolWhenLarge ? PoolFor(keys.size()) : nullptr;
+  if (pool == nullptr) {
+    for (int s = 0; s < kStripes; ++s) visit(s);
+    return;
   }
+  // One task per stripe: the pool's threads claim them in turn.
+  pool->Run(kStripes, [&](size_t s) { visit(static_cast<int>(s)); });
 }
 
 template <typename Fn>
 void SparseTable::ForEachKeyByStripe(absl::Span<const uint64_t> keys,
-                                     Fn&& fn) const {
-  ForEachStripeGroup(keys, [&](Stripe& stripe,
-                               absl::Span<const uint32_t> positions) {
+                                     Spread spread, Fn&& fn) const {
+  ForEachStripeGroup(keys, spread, [&](int s, Stripe& stripe,
+                                       absl::Span<const uint32_t> positions) {
     for (size_t j = 0; j < positions.size(); ++j) {
       if (j + kPrefetchAhead < positions.size()) {
         stripe.rows.Prefetch(keys[positions[j + kPrefetchAhead]]);
       }
-      fn(stripe, positions[j]);
+      fn(s, stripe, positions[j]);
     }
   });
 }
@@ -221,8 +256,11 @@ void SparseTable::Pull(absl::Span<const uint64_t> keys, absl::Span<float> out,
                        absl::Span<uint64_t> row_versions) {
   const int64_t now = NowNanos();
   const bool with_versions = !row_versions.empty();
-  ForEachKeyByStripe(keys, [&](Stripe& stripe, uint32_t i)
-                               ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  // Stripes may run at once: each writes only its keys' places of `out`
+  // and `row_versions`.
+  ForEachKeyByStripe(keys, Spread::kPoolWhenLarge,
+                     [&](int /*s*/, Stripe& stripe, uint32_t i)
+                         ABSL_NO_THREAD_SAFETY_ANALYSIS {
     float* dst = out.data() + size_t{i} * dim_;
     const uint32_t slot = FindOrCreateLocked(stripe, keys[i], now);
     if (slot != StripeRows::kNoSlot) {
@@ -240,17 +278,21 @@ void SparseTable::Apply(const GradientPart& part, float lr_factor,
   const int64_t now = NowNanos();
   RowTauSink* sink = part.row_tau;
   std::vector<uint8_t> counted(sink != nullptr ? part.keys.size() : 0);
+  std::vector<RowTauSummary> summaries(sink != nullptr ? kStripes : 0);
   // A stripe's rows are found first and updated in one ApplyRows call (no
   // virtual call per row). Creating a row may evict one or move the arena,
   // so the rows found so far are updated before any creation: each update
-  // still lands on the row its key had when it was looked up.
-  std::vector<uint32_t> slots;
-  std::vector<uint32_t> grad_rows;
-  ForEachStripeGroup(part.keys, [&](Stripe& stripe,
-                                    absl::Span<const uint32_t> positions)
-                                    ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    slots.clear();
-    grad_rows.clear();
+  // still lands on the row its key had when it was looked up. Stripes may
+  // run at once: each has its own batch and summary, and writes only its
+  // keys' places of `counted` and the sink's taus.
+  ForEachStripeGroup(part.keys, Spread::kPoolWhenLarge,
+                     [&](int s, Stripe& stripe,
+                         absl::Span<const uint32_t> positions)
+                         ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    std::vector<uint32_t> slots;
+    std::vector<uint32_t> grad_rows;
+    slots.reserve(positions.size());
+    grad_rows.reserve(positions.size());
     auto flush = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
       if (slots.empty()) return;
       RowBatch batch;
@@ -276,7 +318,7 @@ void SparseTable::Apply(const GradientPart& part, float lr_factor,
         slot = CreateLocked(stripe, part.keys[i], now);
       }
       if (sink != nullptr) {
-        MeasureOne(*sink, i,
+        MeasureOne(*sink, summaries[s], i,
                    slot == StripeRows::kNoSlot
                        ? std::nullopt
                        : std::optional<uint64_t>(stripe.rows.version(slot)),
@@ -291,6 +333,7 @@ void SparseTable::Apply(const GradientPart& part, float lr_factor,
     flush();
   });
   if (sink != nullptr) {
+    AddSummaries(summaries, sink);
     sink->measured = true;
     RecordRowTau(*sink, counted);
   }
@@ -300,11 +343,14 @@ void SparseTable::MeasureRowTau(absl::Span<const uint64_t> keys,
                                 RowTauSink* sink) {
   const int64_t now = NowNanos();
   std::vector<uint8_t> counted(keys.size());
-  ForEachKeyByStripe(keys, [&](Stripe& stripe, uint32_t i)
-                               ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    MeasureOne(*sink, i, stripe.rows.PeekVersion(keys[i], now),
+  std::vector<RowTauSummary> summaries(kStripes);
+  ForEachKeyByStripe(keys, Spread::kPoolWhenLarge,
+                     [&](int s, Stripe& stripe, uint32_t i)
+                         ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    MeasureOne(*sink, summaries[s], i, stripe.rows.PeekVersion(keys[i], now),
                counted.data());
   });
+  AddSummaries(summaries, sink);
   sink->measured = true;
   RecordRowTau(*sink, counted);
 }
@@ -431,9 +477,10 @@ bool SparseTable::UpdateStaysFinite(const GradientPart& part, float lr_factor,
   std::vector<uint32_t> slots, grad_rows, fresh_slots, fresh_grad_rows;
   std::vector<float> fresh;
   bool finite = true;
-  ForEachStripeGroup(part.keys, [&](Stripe& stripe,
-                                    absl::Span<const uint32_t> positions)
-                                    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  ForEachStripeGroup(part.keys, Spread::kSerial,
+                     [&](int /*s*/, Stripe& stripe,
+                         absl::Span<const uint32_t> positions)
+                         ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (!finite) return;
     slots.clear();
     grad_rows.clear();

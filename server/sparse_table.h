@@ -17,6 +17,12 @@
 // Thread-safe. Keys are spread over kStripes stripes by hash; each stripe has
 // its own mutex, hash map and row arena, so requests for different keys
 // mostly run in parallel; a request locks each stripe it touches once.
+// A large Pull, Apply or MeasureRowTau (at least min_parallel keys) shares
+// its stripes among the cores of an ApplyPool (the process's shared one
+// unless SetApplyPool says otherwise): each stripe is still handled by one
+// thread, under its lock, in the request's key order, and rows of different
+// stripes never interact, so the result is the same bits as a serial pass.
+// The caller's lock (the partition's) is held throughout.
 // Callers validate requests before calling. Checkpoints cut it stripe by
 // stripe (BeginCut, copy on write).
 #ifndef TAUPS_SERVER_SPARSE_TABLE_H_
@@ -41,9 +47,13 @@
 
 namespace taups {
 
+class ApplyPool;
+
 class SparseTable final : public Table {
  public:
   static constexpr int kStripes = 64;
+  // Below this many keys a call handles its stripes on the calling thread.
+  static constexpr size_t kParallelMinKeys = size_t{1} << 13;
   // Set aside from a byte budget per stripe, before rows: the stripe's
   // fixed structures and its hash index's small-size slack.
   static constexpr uint64_t kStripeFixedBytes = 2048;
@@ -61,6 +71,11 @@ class SparseTable final : public Table {
                        const Clock* clock = RealClock::Get());
   SparseTable(const SparseTable&) = delete;
   SparseTable& operator=(const SparseTable&) = delete;
+
+  // Which pool large calls share their stripes with (null: none, always
+  // serial), from how many keys (tests use small figures). Call before the
+  // table is shared between threads; `pool` must outlive the table.
+  void SetApplyPool(ApplyPool* pool, size_t min_parallel = kParallelMinKeys);
 
   const TableConfig& config() const override { return config_; }
   uint32_t dim() const { return dim_; }
@@ -163,14 +178,25 @@ class SparseTable final : public Table {
   void CopyAllStripes(CutState& cut) const;
   static int StripeIndexOf(uint64_t key);
   int64_t NowNanos() const;
-  // Calls fn(stripe, positions) once per stripe that keys hit, holding that
-  // stripe's lock: `positions` are the i with keys[i] in it, ascending.
+  // How a call over a request's stripes runs: on the calling thread, or
+  // shared with the pool's cores when the request is large enough.
+  enum class Spread { kSerial, kPoolWhenLarge };
+  // Calls fn(stripe_index, stripe, positions) once per stripe that keys
+  // hit, holding that stripe's lock: `positions` are the i with keys[i] in
+  // it, ascending. With kPoolWhenLarge, calls for different stripes may run
+  // at once on different threads (fn must allow it); all have returned when
+  // this does.
   template <typename Fn>
-  void ForEachStripeGroup(absl::Span<const uint64_t> keys, Fn&& fn) const;
-  // Calls fn(stripe, i) for every i in [0, keys.size()), grouped by the
-  // stripe of keys[i] and holding that stripe's lock.
+  void ForEachStripeGroup(absl::Span<const uint64_t> keys, Spread spread,
+                          Fn&& fn) const;
+  // Calls fn(stripe_index, stripe, i) for every i in [0, keys.size()),
+  // grouped by the stripe of keys[i] and holding that stripe's lock; spread
+  // as above.
   template <typename Fn>
-  void ForEachKeyByStripe(absl::Span<const uint64_t> keys, Fn&& fn) const;
+  void ForEachKeyByStripe(absl::Span<const uint64_t> keys, Spread spread,
+                          Fn&& fn) const;
+  // The pool a call of `keys` keys shares its stripes with; null: serial.
+  ApplyPool* PoolFor(size_t keys) const;
   // The slot of `key`'s row, created (and initialized) if absent; kNoSlot
   // if not admitted. Inline: the warm path is one hash lookup.
   uint32_t FindOrCreateLocked(Stripe& stripe, uint64_t key, int64_t now_ns)
@@ -198,6 +224,9 @@ class SparseTable final : public Table {
   const int64_t ttl_ns_;
   const uint64_t row_limit_;
   StripeOptions stripe_options_;
+  bool pool_set_ = false;  // false: ApplyPool::Shared(), made on first use
+  ApplyPool* pool_ = nullptr;
+  size_t parallel_min_ = kParallelMinKeys;
   // Import replaces the stripes under it (writer); a cut's copier, which
   // does not hold the partition's lock, reads stripes_ under it (reader).
   mutable absl::Mutex stripes_mu_;
