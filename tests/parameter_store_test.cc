@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/initializer.h"
 #include "common/shard_map.h"
 #include "server/parameter_store.h"
@@ -239,6 +240,19 @@ TEST_CASE("sparse rows are born by the deterministic initializer") {
   REQUIRE(store.GetTable("emb")->sparse_rows == 2);
 }
 
+TEST_CASE("the only shard of a one-shard map owns every key") {
+  ParameterStore store(0, 1);
+  bool created = false;
+  REQUIRE(store.CreateTable(TableConfig::Sparse("emb", 2), true, &created).ok());
+  const std::vector<uint64_t> keys = {0, 1, 0x9e3779b97f4a7c15ULL,
+                                      std::numeric_limits<uint64_t>::max()};
+  std::vector<float> rows(keys.size() * 2);
+  REQUIRE(store.PullSparse("emb", keys, absl::MakeSpan(rows)).ok());
+  const std::vector<float> g(keys.size() * 2, 0.5f);
+  REQUIRE(store.PushSparse("emb", keys, g, Meta(Origin(0, 1), 0, 1)).ok());
+  REQUIRE(store.GetTable("emb")->sparse_rows == keys.size());
+}
+
 TEST_CASE("sparse push applies per row; bad sparse requests change nothing") {
   ParameterStore store(0, 2);
   bool created = false;
@@ -264,6 +278,12 @@ TEST_CASE("sparse push applies per row; bad sparse requests change nothing") {
   const std::vector<uint64_t> foreign = {mine[0], mine[1], theirs[0]};
   REQUIRE(store.PushSparse("emb", foreign, g, Meta(Origin(0, 3), 1, 1)).status().code() ==
           absl::StatusCode::kInvalidArgument);
+  const absl::Status foreign_pull =
+      store.PullSparse("emb", foreign, absl::MakeSpan(rows)).status();
+  REQUIRE(foreign_pull.code() == absl::StatusCode::kInvalidArgument);
+  REQUIRE(absl::StrContains(foreign_pull.message(),
+                            absl::StrCat("key ", theirs[0],
+                                         " belongs to shard 1, not shard 0")));
   REQUIRE(store.PushSparse("emb", mine, std::vector<float>(5, 1.0f),
                            Meta(Origin(0, 4), 1, 1))
               .status()

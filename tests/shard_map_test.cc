@@ -18,11 +18,14 @@ Range OldDenseRange(uint64_t size, uint32_t shards, uint32_t shard) {
   const uint64_t begin = shard * base + std::min<uint64_t>(shard, extra);
   return Range{begin, begin + base + (shard < extra ? 1 : 0)};
 }
-uint32_t OldSparseShard(uint64_t key, uint32_t shards) {
+uint64_t OldMix(uint64_t key) {
   uint64_t z = key + 0x9e3779b97f4a7c15ULL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return static_cast<uint32_t>((z ^ (z >> 31)) % shards);
+  return z ^ (z >> 31);
+}
+uint32_t OldSparseShard(uint64_t key, uint32_t shards) {
+  return static_cast<uint32_t>(OldMix(key) % shards);
 }
 
 TEST_CASE("dense ranges tile the table and differ by at most one") {
@@ -157,7 +160,28 @@ TEST_CASE("the epoch-1 ownership map is the old layout exactly") {
       REQUIRE(map.SparseOwnerOf(key) == OldSparseShard(key, shards));
       REQUIRE(map.SparseOwnerOf(key) == SparseShardOf(key, shards));
       REQUIRE(map.BucketOf(key) % shards == OldSparseShard(key, shards));
+      REQUIRE(map.BucketOf(key) == OldMix(key) % map.num_buckets());
       REQUIRE(map.OwnsKey(OldSparseShard(key, shards), key));
+    }
+  }
+}
+
+TEST_CASE("a key's bucket is its hash modulo the bucket count, any count") {
+  // Power-of-two counts take a mask, the others a division: both must be
+  // the remainder, for maps built from values as well as initial ones.
+  std::mt19937_64 rng(11);
+  for (uint32_t buckets : {2u, 6u, 64u, 96u, 128u, 192u, 256u, 1000u, 4096u}) {
+    OwnershipMapValue value;
+    value.epoch = 3;
+    value.num_shards = 2;
+    value.num_buckets = buckets;
+    auto map = OwnershipMap::FromValue(value);
+    REQUIRE(map.ok());
+    REQUIRE(map->num_buckets() == buckets);
+    for (int i = 0; i < 5000; ++i) {
+      const uint64_t key = i < 100 ? static_cast<uint64_t>(i) : rng();
+      REQUIRE(map->BucketOf(key) == OldMix(key) % buckets);
+      REQUIRE(map->SparseOwnerOf(key) == (OldMix(key) % buckets) % 2);
     }
   }
 }
