@@ -139,8 +139,10 @@ namespace {
 
 // How far ahead of the key being handled a loop over a request's keys
 // prefetches the key's slot (FirstRepeatedKey's set, a stripe's index): a
-// large request's do not fit the cache.
-constexpr size_t kPrefetchAhead = 8;
+// large request's do not fit the cache, and a miss to memory takes the work
+// of a few dozen keys (key_grouping_bench's repeat check of 65,536 distinct
+// keys: 0.47 ms 8 ahead, 0.41 ms 32 ahead; of 20,809 Zipf keys 0.14, 0.085).
+constexpr size_t kPrefetchAhead = 32;
 
 }  // namespace
 

@@ -37,13 +37,19 @@ namespace {
 // of slots).
 constexpr size_t kMaxRetainedKeys = size_t{1} << 20;
 
-// How far ahead of the key being grouped its table slot is prefetched.
-constexpr size_t kPrefetchAhead = 8;
+// How far ahead of the key being grouped its table slot is prefetched:
+// far enough to cover a miss to memory at a few ns of work per key
+// (key_grouping_bench: 8 ahead took 0.67-0.70 ms a call of 65,536 Zipf
+// keys, 32 ahead 0.41, 64 ahead 0.38).
+constexpr size_t kPrefetchAhead = 64;
 
 void Group(absl::Span<const uint64_t> keys, absl::Span<const uint32_t> owner,
            StampedKeyTable& index, std::vector<ShardKeys>& groups) {
   index.Reset(keys.size());
   const size_t n = keys.size();
+  for (size_t i = 0; i < std::min(n, kPrefetchAhead); ++i) {
+    index.Prefetch(keys[i]);
+  }
   for (size_t i = 0; i < n; ++i) {
     if (i + kPrefetchAhead < n) index.Prefetch(keys[i + kPrefetchAhead]);
     ShardKeys& group = groups[owner.empty() ? 0 : owner[i]];
