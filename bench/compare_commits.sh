@@ -16,6 +16,9 @@
 # Runs alternate BASE, HEAD, BASE, ... $TAUPS_COMPARE_ROUNDS times (default
 # 3); every run's output is kept in $TAUPS_COMPARE_DIR/results/ and printed
 # in the order it ran. HEAD defaults to the working tree's HEAD commit.
+# bench/compare_ratios.py reads the kept throughput_bench outputs, a base
+# run then its head run per round, and prints each figure's ratio per round
+# and their median.
 # Besides the benchmark, $TAUPS_COMPARE_TARGETS (default: ps_server) are
 # built, for benchmarks that start servers as processes (load_generator,
 # throughput_bench --server_processes, which also needs raw_transfer_server).
