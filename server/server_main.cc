@@ -146,10 +146,11 @@ ABSL_FLAG(int64_t, checkpoint_restore_step, -1,
           "the same step to restore one model of all shards); -1: the newest "
           "checkpoint.");
 ABSL_FLAG(int, apply_threads, 0,
-          "Cores that share the apply of one large dense push, its finite "
-          "check and a large pull (1 MiB of floats or more); the calls still "
+          "Cores that share one large call: a dense push's apply, its finite "
+          "check and a dense pull of 1 MiB of floats or more, and a sparse "
+          "pull or push of 8192 keys or more (its stripes); the calls still "
           "apply one at a time in their order. 0: min(hardware threads, 4); "
-          "1: every apply on the thread that received it.");
+          "1: every call on the thread that received it.");
 ABSL_FLAG(bool, start_empty, false,
           "With --checkpoint_dir holding no valid checkpoint: start with no "
           "tables (a shard's first start) instead of refusing.");
