@@ -42,7 +42,7 @@ OwnershipMap OwnershipMap::Initial(uint32_t num_shards) {
   map.piece_owner_.resize(num_shards);
   map.shard_piece_.resize(num_shards);
   for (uint32_t s = 0; s < num_shards; ++s) map.piece_owner_[s] = map.shard_piece_[s] = s;
-  map.SizeBuckets(size_t{num_shards} * kBucketsPerShard);
+  map.bucket_owner_.resize(size_t{num_shards} * kBucketsPerShard);
   for (uint32_t b = 0; b < map.bucket_owner_.size(); ++b) {
     map.bucket_owner_[b] = b % num_shards;
   }
@@ -86,7 +86,7 @@ absl::StatusOr<OwnershipMap> OwnershipMap::FromValue(
     seen[shard] = true;
     map.shard_piece_[shard] = piece;
   }
-  map.SizeBuckets(value.num_buckets);
+  map.bucket_owner_.resize(value.num_buckets);
   for (uint32_t b = 0; b < value.num_buckets; ++b) map.bucket_owner_[b] = b % n;
   for (const auto& [bucket, shard] : value.moved_buckets) {
     map.bucket_owner_[bucket] = shard;

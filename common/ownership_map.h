@@ -89,8 +89,8 @@ class OwnershipMap {
     // A power-of-two bucket count (64 per shard on 1, 2, 4, ... shards)
     // takes a mask: the same remainder without a division per key.
     const uint64_t hash = MixKey(key);
-    return static_cast<uint32_t>(buckets_pow2_ ? hash & (bucket_owner_.size() - 1)
-                                               : hash % bucket_owner_.size());
+    const uint64_t n = bucket_owner_.size();
+    return static_cast<uint32_t>((n & (n - 1)) == 0 ? hash & (n - 1) : hash % n);
   }
   uint32_t SparseOwnerOf(uint64_t key) const { return bucket_owner_[BucketOf(key)]; }
   uint32_t BucketOwner(uint32_t bucket) const { return bucket_owner_[bucket]; }
@@ -116,12 +116,6 @@ class OwnershipMap {
   std::vector<uint32_t> piece_owner_;  // piece -> shard
   std::vector<uint32_t> shard_piece_;  // shard -> piece (the inverse)
   std::vector<uint32_t> bucket_owner_;
-  // bucket_owner_.size() is a power of two (set with its size).
-  bool buckets_pow2_ = false;
-  void SizeBuckets(size_t n) {
-    bucket_owner_.resize(n);
-    buckets_pow2_ = n > 0 && (n & (n - 1)) == 0;
-  }
 };
 
 }  // namespace taups

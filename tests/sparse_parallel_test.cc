@@ -247,11 +247,5 @@ TEST_CASE("two callers share one pool at once") {
   RequireSameTraces(RunRounds(config, nullptr, 22), mine_parallel);
 }
 
-TEST_CASE("a pool of one thread (no helper) gives the serial pass's bits") {
-  ApplyPool single(1);
-  REQUIRE(single.threads() == 1);
-  RunBoth(Emb(OptimizerKind::kSgd, 0, SparseEvictionKind::kLru, 0), single, 31);
-}
-
 }  // namespace
 }  // namespace taups
