@@ -141,6 +141,8 @@ TableStats ConsistencyController::Stats() const {
   absl::ReaderMutexLock lock(&mu_);
   TableStats stats = state_.stats;
   for (const auto& [w, c] : state_.workers.clocks()) stats.workers[w].clock = c;
+  stats.version = state_.version;
+  stats.open_step = state_.open_step;
   return stats;
 }
 

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "proto/raw_payload.h"
+#include "server/answer_buffers.h"
 #include "server/grpc_auth.h"
 #include "server/pull_waiters.h"
 #include "wire_convert.h"
@@ -26,19 +27,29 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
 // parked on its partition (no thread held) and tried again, on the
 // executor, each time it is woken with OK; any other wake is its answer.
 // A cancelled call releases its parked pull. Deletes itself in OnDone.
-// `encode`, when set, runs once the response is filled, before an OK answer
-// (a raw method's serialization); its status is the answer.
+// `hooks.encode`, when set, runs once the response is filled, before an
+// OK answer (a raw method's serialization); its status is the answer.
+// `hooks.room` and `hooks.landed` are passed to the pull (ShardCalls::
+// ValuesRoom); `hooks.unanswered`, when set, runs after an attempt that
+// parked or failed (to give the room back while the call waits).
 template <typename Request, typename Response>
 class PullReactor final : public grpc::ServerUnaryReactor {
  public:
   using Pull = absl::StatusOr<ParkedPull> (ShardCalls::*)(
-      const Request&, absl::Time, PullWaiters::Wake*, Response*);
+      const Request&, absl::Time, PullWaiters::Wake*, Response*,
+      const ShardCalls::ValuesRoom*, bool*);
+  struct Hooks {
+    std::function<grpc::Status()> encode;
+    const ShardCalls::ValuesRoom* room = nullptr;
+    bool* landed = nullptr;
+    std::function<void()> unanswered;
+  };
 
   PullReactor(ShardCalls* calls, Pull pull, CallExecutor* executor,
               const Request* request, Response* response, absl::Time deadline,
-              std::function<grpc::Status()> encode = nullptr)
+              Hooks hooks)
       : calls_(calls), pull_(pull), executor_(executor), request_(request),
-        response_(response), deadline_(deadline), encode_(std::move(encode)) {}
+        response_(response), deadline_(deadline), hooks_(std::move(hooks)) {}
 
   void Start(const grpc::Status& allowed) {
     if (!allowed.ok()) {
@@ -75,14 +86,18 @@ class PullReactor final : public grpc::ServerUnaryReactor {
             Woken(std::move(why));
           });
         };
-        absl::StatusOr<ParkedPull> pulled =
-            (calls_->*pull_)(*request_, deadline_, &wake, response_);
+        absl::StatusOr<ParkedPull> pulled = (calls_->*pull_)(
+            *request_, deadline_, &wake, response_, hooks_.room,
+            hooks_.landed);
         if (!pulled.ok()) {
           answer = ToGrpcStatus(pulled.status());
         } else if (!pulled->parked()) {
-          answer = encode_ ? encode_() : grpc::Status::OK;
+          answer = hooks_.encode ? hooks_.encode() : grpc::Status::OK;
         } else {
           parked_ = *pulled;
+        }
+        if (!(pulled.ok() && !pulled->parked()) && hooks_.unanswered) {
+          hooks_.unanswered();
         }
       }
     }
@@ -107,7 +122,7 @@ class PullReactor final : public grpc::ServerUnaryReactor {
   const Request* const request_;
   Response* const response_;
   const absl::Time deadline_;
-  const std::function<grpc::Status()> encode_;
+  const Hooks hooks_;
   absl::Mutex mu_;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   ParkedPull parked_ ABSL_GUARDED_BY(mu_);
@@ -150,37 +165,62 @@ grpc::ServerUnaryReactor* ParameterServerService::GetTable(
 namespace {
 
 // A raw pull: `request` parsed by protobuf (it is small), the pull run by a
-// PullReactor and its answer's `values` (written once by the store into the
-// response's string) sent as a slice that owns that string, with no second
-// copy into gRPC's buffers.
+// PullReactor. A plain answer of AnswerBuffers::kMinBytes or more is
+// written once by the store into a buffer from `buffers` and sent as a
+// slice borrowing it (back to `buffers` when gRPC lets go); a smaller or
+// encoded one into the response's string, sent as a slice that owns that
+// string. Neither is copied into gRPC's buffers.
 template <typename Request, typename Response, typename Allowed>
 grpc::ServerUnaryReactor* RawPull(ShardCalls* calls,
                                   typename PullReactor<Request, Response>::Pull pull,
-                                  CallExecutor* executor,
+                                  CallExecutor* executor, AnswerBuffers* buffers,
                                   absl::Time wait_until,
                                   const grpc::ByteBuffer* request,
                                   grpc::ByteBuffer* response,
                                   Allowed allowed) {
-  // The messages live with the reactor's encode step, which outlives every
+  // The messages live with the reactor's hooks, which outlive every
   // attempt of the pull.
   struct Messages {
     Request request;
     Response response;
+    ShardCalls::ValuesRoom room;
+    std::unique_ptr<AnswerBuffers::Buffer> values;  // the room, once taken
+    bool landed = false;
   };
   auto messages = std::make_shared<Messages>();
-  const absl::Status parsed = DecodeMessage(*request, &messages->request);
+  Messages* m = messages.get();
+  m->room = [m, buffers](uint64_t floats) -> absl::Span<float> {
+    const size_t bytes = floats * sizeof(float);
+    if (bytes < AnswerBuffers::kMinBytes) return {};
+    m->values = buffers->Take(bytes);
+    if (m->values == nullptr) return {};
+    return absl::MakeSpan(reinterpret_cast<float*>(m->values->bytes().data()),
+                          floats);
+  };
+  const absl::Status parsed = DecodeMessage(*request, &m->request);
   using Reactor = PullReactor<Request, Response>;
-  auto* reactor = new Reactor(
-      calls, pull, executor, &messages->request, &messages->response,
-      wait_until, [messages, response] {
-        std::string values = std::move(*messages->response.mutable_values());
-        messages->response.clear_values();
-        return ToGrpcStatus(EncodeWithOwnedPayload(
-            messages->response, Response::kValuesFieldNumber,
-            std::move(values), response));
-      });
-  reactor->Start(parsed.ok() ? allowed(messages->request)
-                             : ToGrpcStatus(parsed));
+  typename Reactor::Hooks hooks;
+  hooks.room = &m->room;
+  hooks.landed = &m->landed;
+  hooks.unanswered = [m] { m->values.reset(); };
+  hooks.encode = [messages, response] {
+    if (messages->landed) {
+      std::shared_ptr<AnswerBuffers::Buffer> values = std::move(messages->values);
+      const absl::Span<char> bytes = values->bytes();
+      return ToGrpcStatus(EncodeWithPayload(
+          messages->response, Response::kValuesFieldNumber,
+          absl::string_view(bytes.data(), bytes.size()), [values] {},
+          response));
+    }
+    std::string values = std::move(*messages->response.mutable_values());
+    messages->response.clear_values();
+    return ToGrpcStatus(EncodeWithOwnedPayload(
+        messages->response, Response::kValuesFieldNumber, std::move(values),
+        response));
+  };
+  auto* reactor = new Reactor(calls, pull, executor, &m->request,
+                              &m->response, wait_until, std::move(hooks));
+  reactor->Start(parsed.ok() ? allowed(m->request) : ToGrpcStatus(parsed));
   return reactor;
 }
 
@@ -219,7 +259,8 @@ grpc::ServerUnaryReactor* ParameterServerService::PullDense(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   return RawPull<v1::PullDenseRequest, v1::PullDenseResponse>(
-      &calls_, &ShardCalls::PullDense, &woken_pulls_, WaitUntil(*context),
+      &calls_, &ShardCalls::PullDense, &woken_pulls_, answer_buffers_.get(),
+      WaitUntil(*context),
       request, response, [&](const v1::PullDenseRequest& parsed) {
         return Allow(context, Rpc::kPullDense, parsed.worker_id());
       });
@@ -250,7 +291,8 @@ grpc::ServerUnaryReactor* ParameterServerService::PullSparse(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
   return RawPull<v1::PullSparseRequest, v1::PullSparseResponse>(
-      &calls_, &ShardCalls::PullSparse, &woken_pulls_, WaitUntil(*context),
+      &calls_, &ShardCalls::PullSparse, &woken_pulls_, answer_buffers_.get(),
+      WaitUntil(*context),
       request, response, [&](const v1::PullSparseRequest& parsed) {
         return Allow(context, Rpc::kPullSparse, parsed.worker_id());
       });

@@ -22,6 +22,7 @@
 
 #include "absl/time/time.h"
 #include "ps.grpc.pb.h"
+#include "server/answer_buffers.h"
 #include "server/authorization.h"
 #include "server/call_executor.h"
 #include "server/parameter_store.h"
@@ -127,6 +128,10 @@ class ParameterServerService final : public ParameterServerServiceBase {
   ShardCalls calls_;
   const AuthGate* const auth_;
   const absl::Duration max_wait_;
+  // Large plain pull answers are sent from these (server/answer_buffers.h).
+  // Declared before woken_pulls_, whose pulls take from it, so it outlives
+  // them.
+  const std::shared_ptr<AnswerBuffers> answer_buffers_ = AnswerBuffers::Create();
   // Runs the pulls woken from their parking.
   CallExecutor woken_pulls_{2};
 };

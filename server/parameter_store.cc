@@ -332,6 +332,22 @@ absl::Status ParameterStore::Admit(Entry& entry, uint32_t worker,
   return entry.workers->Admit(worker, copy_bytes);
 }
 
+// A pull of a delay-compensation table keeps a copy of the shard's range
+// for its worker (DenseTable::Pull): charged before it is made.
+uint64_t ParameterStore::PullCopyBytes(const Entry& entry) {
+  if (entry.dense == nullptr) return 0;
+  return entry.partition->staleness().delay_compensation
+             ? 4 * entry.dense->range().size()
+             : 0;
+}
+
+absl::Status ParameterStore::SeatPuller(absl::string_view table,
+                                        uint32_t worker) {
+  RETURN_IF_ERROR(CheckWorkerId(worker, limits_));
+  ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry, Find(table));
+  return Admit(*entry, worker, PullCopyBytes(*entry));
+}
+
 absl::StatusOr<PartitionRead> ParameterStore::ReadEntry(
     Entry& entry, const PullContext& ctx, absl::FunctionRef<void()> read) {
   WaitingCalls::Seat seat;
@@ -463,13 +479,7 @@ absl::StatusOr<PullResult> ParameterStore::PullDense(absl::string_view table,
                    FindKind(table, TableKind::kDense));
   RETURN_IF_ERROR(CheckDenseRange(*entry->dense, offset, out.size(), shard_index_));
   RETURN_IF_ERROR(CheckPullBytes(table, out.size(), 0, limits_));
-  // A pull of a delay-compensation table keeps a copy of the shard's range
-  // for its worker (DenseTable::Pull): charged before it is made.
-  const uint64_t copy_bytes =
-      entry->partition->staleness().delay_compensation
-          ? 4 * entry->dense->range().size()
-          : 0;
-  RETURN_IF_ERROR(Admit(*entry, ctx.worker, copy_bytes));
+  RETURN_IF_ERROR(Admit(*entry, ctx.worker, PullCopyBytes(*entry)));
   ASSIGN_OR_RETURN(PartitionRead read, ReadEntry(*entry, ctx, [&] {
                      entry->dense->Pull(offset, out, ctx.worker);
                    }));
@@ -650,8 +660,15 @@ StoreStats ParameterStore::Stats(absl::string_view table) const {
   stats.nonfinite_rejections = nonfinite_rejections_.load();
   for (const auto& entry : Entries()) {
     if (!table.empty() && entry->partition->config().name != table) continue;
-    stats.tables.emplace_back(InfoOf(*entry), entry->partition->Stats());
-    if (entry->sparse) stats.tables.back().second.row_tau = entry->sparse->row_tau();
+    TableStats counters = entry->partition->Stats();
+    TableInfo info = InfoOf(*entry);
+    // The clock the counters were read with, not a later one: a step that
+    // closes between the two reads must not show its version without its
+    // close (or the other way round).
+    info.version = counters.version;
+    info.open_step = counters.open_step;
+    if (entry->sparse) counters.row_tau = entry->sparse->row_tau();
+    stats.tables.emplace_back(std::move(info), std::move(counters));
   }
   stats.resources = Resources();
   stats.updates_lost = restore_losses_.Snapshot();

@@ -213,6 +213,12 @@ class ParameterStore {
   absl::StatusOr<uint64_t> SparsePullFloats(absl::string_view table,
                                             uint64_t keys,
                                             bool with_row_versions) const;
+  // Seats `worker` among `table`'s workers as its pull would (with a
+  // delay-compensation table's copy of this shard's range charged), so
+  // that a worker past max_workers_per_table or the memory budget is
+  // refused before the pull's answer is allocated. The pull seats its
+  // worker too; after this call that is a lookup.
+  absl::Status SeatPuller(absl::string_view table, uint32_t worker);
   // The gradient a push to `table` of `kind` carries: raw float32 bytes
   // viewed in place (or copied into `scratch` when unaligned), or an encoded
   // block decoded into `scratch` once its declared size was checked: more
@@ -346,6 +352,9 @@ class ParameterStore {
   // a seat among the table's workers (with `copy_bytes` of delay
   // compensation for a dense pull of a DC table).
   absl::Status Admit(Entry& entry, uint32_t worker, uint64_t copy_bytes);
+  // What a dense pull of `entry` keeps for its worker: a copy of the
+  // shard's range when the table compensates delay, else nothing.
+  static uint64_t PullCopyBytes(const Entry& entry);
   // Reads through the partition; a pull that would wait takes a seat in
   // waiting_ first.
   absl::StatusOr<PartitionRead> ReadEntry(Entry& entry, const PullContext& ctx,

@@ -30,8 +30,8 @@ PushMeta PushMetaOf(const Request& request, uint32_t slices,
 }
 
 // Answers a pull of `floats` values: `read(out)` fills them (and returns
-// the store's PullResult). Plain pulls are written straight into `into`
-// when it holds exactly `floats` values (the response's bytes then stay
+// the store's PullResult). Plain pulls are written straight into the room
+// `room` gives (ShardCalls::ValuesRoom; the response's bytes then stay
 // empty and *landed is set), else into the response's bytes; compressed
 // ones into a scratch vector, then encoded. On error, or when the pull was
 // parked (the ticket returned), the response holds no values.
@@ -40,14 +40,19 @@ absl::StatusOr<ParkedPull> AnswerPull(const std::string& table, CodecKind codec,
                         uint32_t bucket_size, uint64_t floats, Read read,
                         uint64_t incarnation, uint64_t epoch,
                         WireTraffic* traffic, Response* response,
-                        absl::Span<float> into = {}, bool* landed = nullptr) {
+                        const ShardCalls::ValuesRoom* room = nullptr,
+                        bool* landed = nullptr) {
+  if (landed != nullptr) *landed = false;
   std::string* wire = response->mutable_values();
   std::vector<float> plain;
   absl::Span<float> out;
-  const bool land = codec == CodecKind::kNone && landed != nullptr &&
-                    into.size() == floats;
+  bool land = false;
+  if (codec == CodecKind::kNone && room != nullptr && landed != nullptr) {
+    out = (*room)(floats);
+    land = out.size() == floats;
+  }
   if (land) {
-    out = into;
+    // written where the room is
   } else if (codec == CodecKind::kNone) {
     wire->resize(floats * sizeof(float));
     out = absl::MakeSpan(reinterpret_cast<float*>(wire->data()), floats);
@@ -122,21 +127,17 @@ absl::Status ShardCalls::PullDenseInto(const v1::PullDenseRequest& request,
                                        absl::Time deadline,
                                        absl::Span<float> values, bool* landed,
                                        v1::PullDenseResponse* response) {
-  *landed = false;
-  return PullDenseTo(request, deadline, nullptr, response, values, landed)
+  const ValuesRoom room = [values](uint64_t floats) {
+    return floats == values.size() ? values : absl::Span<float>();
+  };
+  return PullDense(request, deadline, nullptr, response, &room, landed)
       .status();
 }
 
 absl::StatusOr<ParkedPull> ShardCalls::PullDense(
     const v1::PullDenseRequest& request, absl::Time deadline,
-    PullWaiters::Wake* park, v1::PullDenseResponse* response) {
-  return PullDenseTo(request, deadline, park, response, {}, nullptr);
-}
-
-absl::StatusOr<ParkedPull> ShardCalls::PullDenseTo(
-    const v1::PullDenseRequest& request, absl::Time deadline,
     PullWaiters::Wake* park, v1::PullDenseResponse* response,
-    absl::Span<float> into, bool* landed) {
+    const ValuesRoom* room, bool* landed) {
   // A parking pull returns at once, so it may hold the gate; a blocking
   // one (no park) would hold it for as long as it waits.
   std::optional<absl::ReaderMutexLock> gate;
@@ -150,6 +151,7 @@ absl::StatusOr<ParkedPull> ShardCalls::PullDenseTo(
   absl::StatusOr<uint64_t> floats = store_->DensePullFloats(
       request.table(), request.offset(), request.count());
   if (!floats.ok()) return floats.status();
+  RETURN_IF_ERROR(store_->SeatPuller(request.table(), request.worker_id()));
   const PullContext ctx{request.worker_id(), request.clock(), deadline, park,
                         request.ownership_epoch()};
   return AnswerPull(
@@ -157,13 +159,14 @@ absl::StatusOr<ParkedPull> ShardCalls::PullDenseTo(
       [&](absl::Span<float> out) {
         return store_->PullDense(request.table(), request.offset(), out, ctx);
       },
-      incarnation_, store_->ownership().epoch(), &traffic_, response, into,
+      incarnation_, store_->ownership().epoch(), &traffic_, response, room,
       landed);
 }
 
 absl::StatusOr<ParkedPull> ShardCalls::PullSparse(
     const v1::PullSparseRequest& request, absl::Time deadline,
-    PullWaiters::Wake* park, v1::PullSparseResponse* response) {
+    PullWaiters::Wake* park, v1::PullSparseResponse* response,
+    const ValuesRoom* room, bool* landed) {
   std::optional<absl::ReaderMutexLock> gate;
   if (park != nullptr) gate.emplace(&gate_);
   RETURN_IF_ERROR(store_->CheckOwnershipEpoch(request.ownership_epoch()));
@@ -179,6 +182,7 @@ absl::StatusOr<ParkedPull> ShardCalls::PullSparse(
   absl::StatusOr<uint64_t> floats = store_->SparsePullFloats(
       request.table(), keys->size(), request.with_row_versions());
   if (!floats.ok()) return floats.status();
+  RETURN_IF_ERROR(store_->SeatPuller(request.table(), request.worker_id()));
   // Row versions land in their own bytes field, beside the values.
   std::string row_bytes;
   absl::Span<uint64_t> row_versions;
@@ -195,7 +199,8 @@ absl::StatusOr<ParkedPull> ShardCalls::PullSparse(
         return store_->PullSparse(request.table(), *keys, out, ctx,
                                   row_versions);
       },
-      incarnation_, store_->ownership().epoch(), &traffic_, response);
+      incarnation_, store_->ownership().epoch(), &traffic_, response, room,
+      landed);
   if (answered.ok() && !answered->parked() && request.with_row_versions()) {
     *response->mutable_row_versions() = std::move(row_bytes);
   }

@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "absl/status/status.h"
@@ -80,19 +81,31 @@ class ShardCalls {
                          float bytes_max_abs = -1.0f);
   absl::Status PullSparse(const v1::PullSparseRequest& request,
                           absl::Time deadline, v1::PullSparseResponse* response);
+  // Where a plain (not encoded) pull's values may go instead of the
+  // response's bytes: called once per answer, after the pull's checks and
+  // before its read, with the number of floats; returns room for exactly
+  // that many (uninitialized is fine: every float is written) or an empty
+  // span to leave the values to the response.
+  using ValuesRoom = std::function<absl::Span<float>(uint64_t floats)>;
   // The same pulls for an edge that must not block a thread: a pull that
   // has to wait is parked with *park instead (ParameterStore's
   // PullContext::park), the response is left empty and the ticket
   // returned; *park is then called once (OK: call again to answer it; any
   // other status is the call's). An empty ticket: answered (or refused).
+  // With `room` and `landed` given, *landed says whether an answered pull's
+  // values went to the room (false when refused or parked).
   absl::StatusOr<ParkedPull> PullDense(const v1::PullDenseRequest& request,
                                        absl::Time deadline,
                                        PullWaiters::Wake* park,
-                                       v1::PullDenseResponse* response);
+                                       v1::PullDenseResponse* response,
+                                       const ValuesRoom* room = nullptr,
+                                       bool* landed = nullptr);
   absl::StatusOr<ParkedPull> PullSparse(const v1::PullSparseRequest& request,
                                         absl::Time deadline,
                                         PullWaiters::Wake* park,
-                                        v1::PullSparseResponse* response);
+                                        v1::PullSparseResponse* response,
+                                        const ValuesRoom* room = nullptr,
+                                        bool* landed = nullptr);
   absl::Status PushSparse(const v1::PushSparseRequest& request,
                           v1::PushResponse* response);
   // The same push with its gradients' bytes given apart from the message
@@ -154,13 +167,6 @@ class ShardCalls {
   const WireTraffic& traffic() const { return traffic_; }
 
  private:
-  // PullDense with `into` and `landed` as PullDenseInto's (ignored when
-  // `landed` is null).
-  absl::StatusOr<ParkedPull> PullDenseTo(const v1::PullDenseRequest& request,
-                                         absl::Time deadline,
-                                         PullWaiters::Wake* park,
-                                         v1::PullDenseResponse* response,
-                                         absl::Span<float> into, bool* landed);
   ParameterStore* const store_;
   std::atomic<uint64_t> incarnation_;  // changed only by Rollback
   WireTraffic traffic_;

@@ -45,6 +45,10 @@ struct TableStats {
   Histogram step_wait_s;        // step opened -> closed
   int64_t last_straggler = -1;  // worker whose arrival closed the last step
   std::map<uint32_t, WorkerTableStats> workers;
+  // The table's clock, read under the same lock as the counters above, so
+  // that (say) the versions and the steps closed between two reads match.
+  uint64_t version = 0;
+  uint64_t open_step = 0;
   // Sparse: per-row tau of pushes that carried row versions (one value per
   // row measured; see SparseTable). Filled by ParameterStore::Stats.
   Histogram row_tau;

@@ -2,8 +2,10 @@
 // nothing, dense/sparse pull and push, versions and tau.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -197,6 +199,46 @@ TEST_CASE("a push in slices is applied whole when its last slice arrives") {
   REQUIRE(again->duplicate);
   REQUIRE(again->new_version == 3);
   REQUIRE(PullAll(store, "w", {0, 6}) == std::vector<float>(6, -1.0f));
+}
+
+TEST_CASE("a shard's stats read the version with the steps it has closed") {
+  // A one-worker sync table: every push closes a step and applies one
+  // update, so each read must show as many versions as closed steps,
+  // however the reads fall between the pushes.
+  ParameterStore store(0, 1);
+  store.Register(0, 10, absl::ZeroDuration());
+  TableConfig sync = DenseSgd("s", 4, 0.01f);
+  sync.consistency.kind = ConsistencyKind::kSync;
+  sync.consistency.num_workers = 1;
+  bool created = false;
+  REQUIRE(store.CreateTable(sync, true, &created).ok());
+  constexpr uint64_t kSteps = 3000;
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> failed_pushes{0};
+  std::thread pusher([&] {
+    const std::vector<float> g(4, 1.0f);
+    for (uint64_t step = 0; step < kSteps; ++step) {
+      PushMeta meta = Meta(PushOrigin{0, 10, step + 1}, step, 1);
+      meta.clock = step;
+      if (!store.PushDense("s", 0, g, meta).ok()) ++failed_pushes;
+    }
+    done = true;
+  });
+  uint64_t reads = 0;
+  uint64_t mismatches = 0;
+  while (!done.load()) {
+    const StoreStats stats = store.Stats("s");
+    const auto& [info, counters] = stats.tables.at(0);
+    if (info.version != counters.steps_closed) ++mismatches;
+    ++reads;
+  }
+  pusher.join();
+  REQUIRE(failed_pushes.load() == 0);
+  INFO(reads << " reads while the steps closed");
+  CHECK(mismatches == 0);
+  const StoreStats end = store.Stats("s");
+  CHECK(end.tables.at(0).first.version == kSteps);
+  CHECK(StatsOf(end).steps_closed == kSteps);
 }
 
 TEST_CASE("a refused slice leaves the whole push unapplied") {
