@@ -42,6 +42,7 @@ std::unique_ptr<AnswerBuffers::Buffer> AnswerBuffers::Take(size_t bytes) {
       const Block block = kept_[best];
       kept_.erase(kept_.begin() + best);
       kept_bytes_ -= block.capacity;
+      lent_bytes_.fetch_add(block.capacity, std::memory_order_relaxed);
       return std::unique_ptr<Buffer>(
           new Buffer(shared_from_this(), block.data, block.capacity, bytes));
     }
@@ -50,6 +51,7 @@ std::unique_ptr<AnswerBuffers::Buffer> AnswerBuffers::Take(size_t bytes) {
                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (data == MAP_FAILED) return nullptr;
   mappings_made_.fetch_add(1, std::memory_order_relaxed);
+  lent_bytes_.fetch_add(capacity, std::memory_order_relaxed);
   return std::unique_ptr<Buffer>(new Buffer(
       shared_from_this(), static_cast<char*>(data), capacity, bytes));
 }
@@ -57,6 +59,7 @@ std::unique_ptr<AnswerBuffers::Buffer> AnswerBuffers::Take(size_t bytes) {
 void AnswerBuffers::Give(Block block) {
   // Past keep_bytes_ the oldest kept blocks make room (the sizes pulled
   // lately stay warm); a block larger than keep_bytes_ is not kept.
+  lent_bytes_.fetch_sub(block.capacity, std::memory_order_relaxed);
   std::vector<Block> unmap;
   {
     absl::MutexLock lock(&mu_);
@@ -80,6 +83,10 @@ void AnswerBuffers::Give(Block block) {
 size_t AnswerBuffers::kept_bytes() const {
   absl::MutexLock lock(&mu_);
   return kept_bytes_;
+}
+
+size_t AnswerBuffers::lent_bytes() const {
+  return lent_bytes_.load(std::memory_order_relaxed);
 }
 
 size_t AnswerBuffers::mappings_made() const {

@@ -69,9 +69,11 @@ class AnswerBuffers : public std::enable_shared_from_this<AnswerBuffers> {
   // memory (the caller answers from the response message instead).
   std::unique_ptr<Buffer> Take(size_t bytes);
 
-  // Bytes of capacity kept now (freed, waiting for reuse), and mappings
+  // Bytes of capacity kept now (freed, waiting for reuse), lent now (in
+  // Buffers not yet released: answers being written or sent), and mappings
   // made since the start: for tests and metrics.
   size_t kept_bytes() const;
+  size_t lent_bytes() const;
   size_t mappings_made() const;
 
  private:
@@ -86,6 +88,7 @@ class AnswerBuffers : public std::enable_shared_from_this<AnswerBuffers> {
   mutable absl::Mutex mu_;
   std::vector<Block> kept_ ABSL_GUARDED_BY(mu_);  // oldest first
   size_t kept_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<size_t> lent_bytes_{0};
   std::atomic<size_t> mappings_made_{0};
 };
 

@@ -117,6 +117,10 @@ class ParameterServerService final : public ParameterServerServiceBase {
 
   // What the tensors took on the wire, per table (for /metrics).
   const WireTraffic& traffic() const { return calls_.traffic(); }
+  // The memory large pull answers are sent from (for /metrics).
+  std::shared_ptr<const AnswerBuffers> answer_buffers() const {
+    return answer_buffers_;
+  }
 
  private:
   // OK without a gate; else the gate's answer for the caller of `context`.

@@ -274,6 +274,10 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
         BuildLabels{std::string(GetBuildInfo().version),
                     std::string(GetBuildInfo().commit),
                     std::string(GetBuildInfo().build_type)}));
+    state->metrics.Add([buffers = state->service->answer_buffers()](
+                           MetricsWriter& out) {
+      WritePullAnswerMetrics(buffers->lent_bytes(), buffers->kept_bytes(), out);
+    });
     absl::StatusOr<std::unique_ptr<MetricsHttpServer>> http =
         MetricsHttpServer::Start({options.metrics_host, options.metrics_port},
                                  &state->metrics, [s] { return s->ready.load(); });

@@ -34,13 +34,16 @@ TEST_CASE("a freed buffer is reused for the next answer of its size") {
     auto buffer = pool->Take(4 * kMiB);
     first = buffer->bytes().data();
     CHECK(pool->kept_bytes() == 0);
+    CHECK(pool->lent_bytes() == 4 * kMiB);
   }
   CHECK(pool->kept_bytes() == 4 * kMiB);
+  CHECK(pool->lent_bytes() == 0);
   CHECK(pool->mappings_made() == 1);
   for (int i = 0; i < 10; ++i) {
     auto again = pool->Take(4 * kMiB - 100);
     CHECK(again->bytes().data() == first);
     CHECK(pool->kept_bytes() == 0);
+    CHECK(pool->lent_bytes() == 4 * kMiB);  // the capacity, not the request
   }
   CHECK(pool->mappings_made() == 1);
   // Too small for a request of more than its capacity, and too large (more
@@ -89,6 +92,7 @@ TEST_CASE("buffers taken and given back on several threads") {
   for (auto& thread : threads) thread.join();
   for (int t = 0; t < 4; ++t) CHECK(wrong[t] == 0);
   CHECK(pool->kept_bytes() <= 16 * kMiB);
+  CHECK(pool->lent_bytes() == 0);
 }
 
 TEST_CASE("a buffer outlives the pool that gave it") {

@@ -76,8 +76,8 @@ class DensePullFlood {
     }
     return n;
   }
-  // Every call answered OK, of `step`, holding `count` floats the first of
-  // which is `value`.
+  // Every call answered OK, of `step`, holding `count` floats, each of
+  // them `value`.
   bool AllAnswered(uint64_t step, float value, uint64_t count) {
     absl::MutexLock lock(&mu_);
     for (auto& call : calls_) {
@@ -86,9 +86,11 @@ class DensePullFlood {
           bytes.size() != count * sizeof(float)) {
         return false;
       }
-      float first = 0;
-      std::memcpy(&first, bytes.data(), sizeof(float));
-      if (first != value) return false;
+      for (uint64_t i = 0; i < count; ++i) {
+        float got = 0;
+        std::memcpy(&got, bytes.data() + i * sizeof(float), sizeof(float));
+        if (got != value) return false;
+      }
     }
     return true;
   }

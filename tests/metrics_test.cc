@@ -89,6 +89,9 @@ TEST_CASE("a shard's /metrics passes promtool and moves as the shard works",
   REQUIRE(store.CreateTable(sparse, true, &created).ok());
   MetricsRegistry registry;
   registry.Add(ShardMetricsCollector(&store, &traffic, {"9.9.9", "abc", "Test"}));
+  registry.Add([](MetricsWriter& out) {  // as ps_server adds it
+    WritePullAnswerMetrics(size_t{1} << 20, size_t{3} << 20, out);
+  });
   bool ready = false;
   auto server = MetricsHttpServer::Start({}, &registry, [&] { return ready; });
   REQUIRE(server.ok());
@@ -113,6 +116,8 @@ TEST_CASE("a shard's /metrics passes promtool and moves as the shard works",
   REQUIRE(problems.empty());
   auto s0 = PrometheusSamples(before);
   REQUIRE(s0.at("taups_pushes_total{table=\"w\"}") == 0);
+  REQUIRE(s0.at("taups_pull_answer_bytes{state=\"in_flight\"}") == 1 << 20);
+  REQUIRE(s0.at("taups_pull_answer_bytes{state=\"kept\"}") == 3 << 20);
   REQUIRE(s0.at("taups_build_info{version=\"9.9.9\",commit=\"abc\",build_type=\"Test\"}") == 1);
 
   store.Register(1, 5, absl::ZeroDuration());

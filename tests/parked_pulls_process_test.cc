@@ -5,7 +5,8 @@
 // step closing, by their callers cancelling (the shard's waiting-pull
 // gauge goes back to 0), by --max_wait_s, and by SIGTERM (the process
 // exits within 5 s); a semi-sync step closed by its timeout (a Tick) and a
-// dropped table answer them too.
+// dropped table answer them too; parked pulls of a large table hold none
+// of the shard's answer memory (taups_pull_answer_bytes).
 #include <catch2/catch.hpp>
 
 #include <grpcpp/grpcpp.h>
@@ -65,11 +66,13 @@ v1::ConsistencyConfig SyncOfTwo() {
 }
 
 // One ps_server with room for many waiting pulls, its metrics endpoint and
-// a stock stub. The table "w" has `consistency`; workers 0 and 1 are
-// registered.
+// a stock stub. The table "w" has `size` floats and `consistency`; workers
+// 0 and 1 are registered.
 struct Server {
   explicit Server(std::vector<std::string> flags = {},
-                  const v1::ConsistencyConfig& consistency = SyncOfTwo()) {
+                  const v1::ConsistencyConfig& consistency = SyncOfTwo(),
+                  uint64_t size = kSize)
+      : size(size) {
     flags.insert(flags.end(),
                  {"--max_waiting_calls=20000", "--max_waiting_per_worker=20000",
                   "--lease_s=60",
@@ -83,7 +86,7 @@ struct Server {
     v1::TableConfig* config = create.mutable_config();
     config->set_name("w");
     config->set_kind(v1::TABLE_KIND_DENSE);
-    config->set_dense_size(kSize);
+    config->set_dense_size(size);
     config->mutable_optimizer()->set_learning_rate(kLearningRate);
     *config->mutable_consistency() = consistency;
     v1::CreateTableResponse created;
@@ -111,7 +114,7 @@ struct Server {
   grpc::Status Push(uint32_t worker) {
     v1::PushDenseRequest request;
     request.set_table("w");
-    const std::vector<float> ones(kSize, 1.0f);
+    const std::vector<float> ones(size, 1.0f);
     request.set_gradient(ones.data(), ones.size() * sizeof(float));
     request.mutable_origin()->set_worker_id(worker);
     request.mutable_origin()->set_worker_incarnation(1);
@@ -123,20 +126,22 @@ struct Server {
     return stub->PushDense(&context, request, &response);
   }
 
-  // taups_waiting_pulls from /metrics.
-  double Waiting() {
+  // The sample `series` (a name with its labels, as exported) from /metrics.
+  double Sample(const std::string& series) {
     httplib::Client http("127.0.0.1", metrics_port);
     auto res = http.Get("/metrics");
     REQUIRE(res);
     const std::string& text = res->body;
-    const std::string name = "\ntaups_waiting_pulls ";
-    const size_t at = text.find(name);
+    const std::string line = "\n" + series + " ";
+    const size_t at = text.find(line);
+    INFO(series << " in /metrics");
     REQUIRE(at != std::string::npos);
-    const size_t begin = at + name.size();
+    const size_t begin = at + line.size();
     double value = -1;
     REQUIRE(absl::SimpleAtod(text.substr(begin, text.find('\n', begin) - begin), &value));
     return value;
   }
+  double Waiting() { return Sample("taups_waiting_pulls"); }
 
   // Polls the gauge until it reads `want` (true) or `timeout` passes.
   bool WaitingReaches(double want, absl::Duration timeout) {
@@ -148,6 +153,7 @@ struct Server {
     return Waiting() == want;
   }
 
+  const uint64_t size;
   TempDir dir;
   std::vector<Shard> shards;
   int metrics_port = 0;
@@ -204,6 +210,36 @@ TEST_CASE("closing the step answers every parked pull with the step's values") {
   // The step's mean gradient is 1: sgd moves every value from 0 by -lr.
   CHECK(flood.AllAnswered(/*step=*/1, -kLearningRate));
   CHECK(server.WaitingReaches(0, absl::Seconds(5)));
+}
+
+// Answers of 64 KiB or more are written into the shard's answer buffers
+// (server/answer_buffers.h). A parked pull gives its buffer back while it
+// waits, so 200 of them hold none; once answered, the buffers are kept for
+// the next answers, within the pool's 64 MiB.
+TEST_CASE("waiting pulls of a large table hold no answer memory") {
+  constexpr uint64_t kLarge = 65536;  // 256 KiB an answer
+  constexpr int kLargePulls = 200;
+  Server server({}, SyncOfTwo(), kLarge);
+  const std::string lent = "taups_pull_answer_bytes{state=\"in_flight\"}";
+  const std::string kept = "taups_pull_answer_bytes{state=\"kept\"}";
+  CHECK(server.Sample(lent) == 0);
+  CHECK(server.Sample(kept) == 0);
+  DensePullFlood flood(server.stub.get(), "w", kLarge, /*worker=*/0, /*clock=*/1,
+                       kLargePulls);
+  REQUIRE(server.WaitingReaches(kLargePulls, absl::Seconds(20)));
+  CHECK(server.Sample(lent) == 0);
+  REQUIRE(server.Push(0).ok());
+  REQUIRE(server.Push(1).ok());
+  REQUIRE(flood.AllDone(absl::Seconds(10)));
+  CHECK(flood.AllAnswered(/*step=*/1, -kLearningRate, kLarge));
+  // gRPC lets go of a sent answer's buffer shortly after the call ends.
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (server.Sample(lent) != 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  CHECK(server.Sample(lent) == 0);
+  CHECK(server.Sample(kept) >= kLarge * sizeof(float));
+  CHECK(server.Sample(kept) <= 64 << 20);
 }
 
 TEST_CASE("--max_wait_s ends a pull that has no deadline of its own") {
