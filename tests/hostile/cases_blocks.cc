@@ -29,7 +29,10 @@ std::string Block(CodecKind codec, uint64_t n, uint32_t bucket = 16) {
 
 template <typename T>
 std::string Patched(std::string block, size_t offset, T value) {
-  std::memcpy(block.data() + offset, &value, sizeof(value));
+  // A patch past the block's end would be a bug of this file, not a case.
+  REQUIRE(offset <= block.size());
+  REQUIRE(sizeof(value) <= block.size() - offset);
+  std::memcpy(&block[offset], &value, sizeof(value));
   return block;
 }
 
