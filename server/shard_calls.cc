@@ -51,12 +51,10 @@ absl::StatusOr<ParkedPull> AnswerPull(const std::string& table, CodecKind codec,
     out = (*room)(floats);
     land = out.size() == floats;
   }
-  if (land) {
-    // written where the room is
-  } else if (codec == CodecKind::kNone) {
+  if (!land && codec == CodecKind::kNone) {
     wire->resize(floats * sizeof(float));
     out = absl::MakeSpan(reinterpret_cast<float*>(wire->data()), floats);
-  } else {
+  } else if (!land) {
     plain.resize(floats);
     out = absl::MakeSpan(plain);
   }
