@@ -112,6 +112,32 @@ TEST_CASE("sparse rows route to shards, duplicates are merged") {
   REQUIRE(after[40] == Approx(rows[40] - 1.0f));
 }
 
+TEST_CASE("a clipped sparse push is scaled by its whole norm on every shard") {
+  // Each shard sees only its own rows, so the client must send the norm of
+  // the whole push to both; a shard that clipped by its own rows' norm
+  // would move them about sqrt(2) times too far.
+  Cluster cluster(2);
+  auto client = cluster.Connect(0);
+  TableConfig config = Sgd(TableConfig::Sparse("emb", 4), 1.0f);
+  config.staleness.clip_norm = 1.0f;
+  REQUIRE(client->CreateTable(config).ok());
+  std::vector<uint64_t> keys;
+  for (uint64_t k = 0; k < 1000; ++k) keys.push_back(k * 7919);
+  std::vector<float> before(keys.size() * 4);
+  REQUIRE(client->PullSparse("emb", keys, absl::MakeSpan(before)).ok());
+  const std::vector<float> grads(keys.size() * 4, 1.0f);
+  auto pushed = client->PushSparse("emb", keys, grads);
+  REQUIRE(pushed.ok());
+  REQUIRE(pushed->all_accepted());
+  for (const ShardPushResult& shard : pushed->shards) REQUIRE(shard.touched);
+  std::vector<float> after(keys.size() * 4);
+  REQUIRE(client->PullSparse("emb", keys, absl::MakeSpan(after)).ok());
+  const double step = 1.0 / std::sqrt(static_cast<double>(grads.size()));
+  for (size_t i = 0; i < after.size(); ++i) {
+    REQUIRE(after[i] == Approx(before[i] - step).epsilon(1e-5));
+  }
+}
+
 TEST_CASE("the client routes by its ownership map; a new epoch is visible") {
   Cluster cluster(2);
   auto client = cluster.Connect(0);

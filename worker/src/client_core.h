@@ -278,15 +278,25 @@ class ClientCore final : public Client {
                 std::function<absl::Status(uint32_t, v1::PushResponse*)> on_answer,
                 std::shared_ptr<FanIn> fan) {
     for (uint32_t s = 0; s < by_shard.size(); ++s) {
-      if (by_shard[s].empty()) continue;
-      auto part = std::make_shared<PushPart<Request>>();
-      part->shard = s;
-      part->requests = std::move(by_shard[s]);
-      part->statuses.resize(part->requests.size());
-      part->on_answer = on_answer;
-      part->fan = fan;
-      SendPart(std::move(part));
+      SendShardPush(s, std::move(by_shard[s]), on_answer, fan);
     }
+  }
+  // SendPush of one shard's part alone, for a push whose parts are sent as
+  // soon as each is built (nothing in one depends on the others); no
+  // requests: nothing is sent.
+  template <typename Request>
+  void SendShardPush(
+      uint32_t shard, std::vector<Request> requests,
+      std::function<absl::Status(uint32_t, v1::PushResponse*)> on_answer,
+      std::shared_ptr<FanIn> fan) {
+    if (requests.empty()) return;
+    auto part = std::make_shared<PushPart<Request>>();
+    part->shard = shard;
+    part->requests = std::move(requests);
+    part->statuses.resize(part->requests.size());
+    part->on_answer = std::move(on_answer);
+    part->fan = std::move(fan);
+    SendPart(std::move(part));
   }
 
   // One shard's part of a push while it is in flight (SendPush).

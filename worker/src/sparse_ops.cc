@@ -261,16 +261,70 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
   std::shared_ptr<TableCompression> compression = CompressionOf(name);
   const bool compress_push =
       compression->config().push.codec != CodecKind::kNone;
-  // Every shard's request is built before any is sent, so a refusal (of
-  // the encoder) sends nothing. Uncompressed rows are merged straight into
-  // the request's bytes; compressed ones into a scratch buffer first.
-  std::vector<std::vector<v1::PushSparseRequest>> by_shard(groups.size());
   const uint64_t push_index =
       compress_push ? compression->NextPushIndex() : 0;
-  std::vector<float> scratch;
-  double norm_sq = 0.0;
   // Encoded: each shard measures what it decodes; no clipping: not needed.
   const bool want_norm = !compress_push && config.staleness.clip_norm > 0.0f;
+  // Uncompressed rows without a norm to share need nothing from the other
+  // shards: each shard's request goes out as soon as its rows are merged,
+  // so the first shards receive and apply while the client merges the
+  // rest. Otherwise every request is built before any is sent, so that a
+  // refusal of the encoder sends nothing and every shard gets the push's
+  // whole norm.
+  const bool send_each = !compress_push && !want_norm;
+  const auto on_answer = [this, &groups, state, with_rows, &name](
+                             uint32_t s, v1::PushResponse* response) {
+    NoteAnswer(s, response->server_incarnation(), name, response->new_version());
+    const ShardKeys* group = &groups[s];
+    absl::MutexLock lock(&state->mu);
+    ShardPushResult& r = state->result.shards[s];
+    r.touched = true;
+    r.accepted = response->accepted();
+    r.tau = response->tau();
+    r.lr_factor = response->lr_factor();
+    r.new_version = response->new_version();
+    r.reject_reason = response->reject_reason();
+    r.duplicate = response->duplicate();
+    if (with_rows) {
+      r.row_tau_rows = response->row_tau_rows();
+      r.row_tau_mean = response->row_tau_mean();
+      r.row_tau_max = response->row_tau_max();
+      r.row_tau_reborn = response->row_tau_reborn();
+      const std::string& taus = response->row_taus();
+      if (taus.size() != group->keys.size() * sizeof(uint64_t)) {
+        return absl::InternalError(absl::StrCat(
+            "shard ", s, " returned ", taus.size(), " bytes of row tau for ",
+            group->keys.size(), " rows"));
+      }
+      for (const auto& [request_index, key_index] : group->positions) {
+        std::memcpy(&state->result.row_taus[request_index],
+                    taus.data() + size_t{key_index} * sizeof(uint64_t),
+                    sizeof(uint64_t));
+      }
+    }
+    return absl::OkStatus();
+  };
+  double norm_sq = 0.0;
+  // Everything but the rows; norm_sq must be the whole push's by then.
+  const auto fill_header = [&](uint32_t s, v1::PushSparseRequest& request) {
+    compression->CountPush(groups[s].keys.size() * config.dim * sizeof(float),
+                           request.gradients().size());
+    request.set_table(name);
+    PackInto<uint64_t>(groups[s].keys, request.mutable_keys());
+    *request.mutable_origin() = origin;
+    request.set_base_version(base[s]);
+    request.set_clock(ClockOf(name));
+    request.set_push_norm_sq(norm_sq);
+    request.set_ownership_epoch((*meta)->ownership->epoch());
+    if (with_rows) {
+      PackInto<uint64_t>(row_bases[s], request.mutable_row_base_versions());
+      request.set_return_row_taus(true);
+    }
+  };
+  // Uncompressed rows are merged straight into the request's bytes;
+  // compressed ones into a scratch buffer first.
+  std::vector<std::vector<v1::PushSparseRequest>> by_shard(groups.size());
+  std::vector<float> scratch;
   for (uint32_t s = 0; s < groups.size(); ++s) {
     if (groups[s].keys.empty()) continue;
     const size_t floats = groups[s].keys.size() * config.dim;
@@ -291,58 +345,18 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
       MergeShardGradients(groups[s], gradients, config.dim, rows);
       if (want_norm) norm_sq += SquaredNorm(rows);
     }
-  }
-  for (uint32_t s = 0; s < groups.size(); ++s) {
-    if (groups[s].keys.empty()) continue;
-    v1::PushSparseRequest& request = by_shard[s].front();
-    compression->CountPush(groups[s].keys.size() * config.dim * sizeof(float),
-                           request.gradients().size());
-    request.set_table(name);
-    PackInto<uint64_t>(groups[s].keys, request.mutable_keys());
-    *request.mutable_origin() = origin;
-    request.set_base_version(base[s]);
-    request.set_clock(ClockOf(name));
-    request.set_push_norm_sq(norm_sq);
-    request.set_ownership_epoch((*meta)->ownership->epoch());
-    if (with_rows) {
-      PackInto<uint64_t>(row_bases[s], request.mutable_row_base_versions());
-      request.set_return_row_taus(true);
+    if (send_each) {
+      fill_header(s, request);
+      SendShardPush<v1::PushSparseRequest>(s, std::move(by_shard[s]),
+                                           on_answer, fan);
     }
   }
-  SendPush<v1::PushSparseRequest>(
-      std::move(by_shard),
-      [this, &groups, state, with_rows, &name](uint32_t s, v1::PushResponse* response) {
-        NoteAnswer(s, response->server_incarnation(), name, response->new_version());
-        const ShardKeys* group = &groups[s];
-        absl::MutexLock lock(&state->mu);
-        ShardPushResult& r = state->result.shards[s];
-        r.touched = true;
-        r.accepted = response->accepted();
-        r.tau = response->tau();
-        r.lr_factor = response->lr_factor();
-        r.new_version = response->new_version();
-        r.reject_reason = response->reject_reason();
-        r.duplicate = response->duplicate();
-        if (with_rows) {
-          r.row_tau_rows = response->row_tau_rows();
-          r.row_tau_mean = response->row_tau_mean();
-          r.row_tau_max = response->row_tau_max();
-          r.row_tau_reborn = response->row_tau_reborn();
-          const std::string& taus = response->row_taus();
-          if (taus.size() != group->keys.size() * sizeof(uint64_t)) {
-            return absl::InternalError(absl::StrCat(
-                "shard ", s, " returned ", taus.size(),
-                " bytes of row tau for ", group->keys.size(), " rows"));
-          }
-          for (const auto& [request_index, key_index] : group->positions) {
-            std::memcpy(&state->result.row_taus[request_index],
-                        taus.data() + size_t{key_index} * sizeof(uint64_t),
-                        sizeof(uint64_t));
-          }
-        }
-        return absl::OkStatus();
-      },
-      fan);
+  if (!send_each) {
+    for (uint32_t s = 0; s < groups.size(); ++s) {
+      if (!by_shard[s].empty()) fill_header(s, by_shard[s].front());
+    }
+    SendPush<v1::PushSparseRequest>(std::move(by_shard), on_answer, fan);
+  }
   absl::Status status = state->done.get_future().get();
   if (!status.ok()) return status;
   absl::MutexLock lock(&state->mu);
