@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/row_copy.h"
 #include "common/shard_map.h"
 #include "common/stamped_key_table.h"
 #include "common/vector_math.h"
@@ -259,19 +260,22 @@ void SparseTable::Pull(absl::Span<const uint64_t> keys, absl::Span<float> out,
   const int64_t now = NowNanos();
   const bool with_versions = !row_versions.empty();
   // Stripes may run at once: each writes only its keys' places of `out`
-  // and `row_versions`.
-  ForEachKeyByStripe(keys, Spread::kPoolWhenLarge,
-                     [&](int /*s*/, Stripe& stripe, uint32_t i)
-                         ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    float* dst = out.data() + size_t{i} * dim_;
-    const uint32_t slot = FindOrCreateLocked(stripe, keys[i], now);
-    if (slot != StripeRows::kNoSlot) {
-      std::memcpy(dst, stripe.rows.row(slot), dim_ * sizeof(float));
-      if (with_versions) row_versions[i] = stripe.rows.version(slot);
-    } else {
-      initializer_.FillRow(keys[i], absl::MakeSpan(dst, dim_));
-      if (with_versions) row_versions[i] = 0;
-    }
+  // and `row_versions`. The loop is compiled per common row width, so a
+  // row's copy is a few moves, not a call.
+  WithRowWidth(dim_, [&](auto width) {
+    ForEachKeyByStripe(keys, Spread::kPoolWhenLarge,
+                       [&](int /*s*/, Stripe& stripe, uint32_t i)
+                           ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      float* dst = out.data() + size_t{i} * dim_;
+      const uint32_t slot = FindOrCreateLocked(stripe, keys[i], now);
+      if (slot != StripeRows::kNoSlot) {
+        CopyRow<width()>(dst, stripe.rows.row(slot), dim_);
+        if (with_versions) row_versions[i] = stripe.rows.version(slot);
+      } else {
+        initializer_.FillRow(keys[i], absl::MakeSpan(dst, dim_));
+        if (with_versions) row_versions[i] = 0;
+      }
+    });
   });
 }
 

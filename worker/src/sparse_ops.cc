@@ -6,6 +6,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "common/float_bytes.h"
+#include "common/row_copy.h"
 #include "common/vector_math.h"
 #include "common/wire_tensor.h"
 #include "proto/raw_payload.h"
@@ -26,6 +27,33 @@ absl::Status CheckSparse(const TableConfig& config, size_t keys,
         keys, " keys of dim ", config.dim));
   }
   return absl::OkStatus();
+}
+
+// Writes one shard's raw pull answer, `pieces` (consecutive received bytes:
+// one row per unique key of `group`, in key order), into the caller's
+// `rows`. Each answer row is read once, at its key's first position (these
+// come in key order, as GroupKeysByShard numbers keys, so one PieceReader
+// walks the pieces front to back, with no call per row); a repeated key
+// copies its first position's row, already in `rows`. kDim is the row width
+// when WithRowWidth fixed it at compile time, else 0.
+template <uint32_t kDim>
+void LandPulledRows(const ShardKeys& group, SparsePullCall::Pieces pieces,
+                    uint32_t runtime_dim, absl::Span<float> rows) {
+  const uint32_t dim = kDim > 0 ? kDim : runtime_dim;
+  const size_t row_bytes = size_t{dim} * sizeof(float);
+  PieceReader answer(pieces);
+  std::vector<uint32_t> first(group.keys.size());
+  uint32_t next_new = 0;
+  for (const auto& [request_index, key_index] : group.positions) {
+    float* dest = rows.data() + size_t{request_index} * dim;
+    if (key_index == next_new) {
+      ++next_new;
+      first[key_index] = request_index;
+      answer.Next(row_bytes, reinterpret_cast<char*>(dest));
+    } else {
+      CopyRow<kDim>(dest, rows.data() + size_t{first[key_index]} * dim, dim);
+    }
+  }
 }
 
 }  // namespace
@@ -98,28 +126,13 @@ absl::StatusOr<PullInfo> ClientCore::PullSparse(
     const ShardKeys* group = &groups[s];
     const size_t row_bytes = size_t{dim} * sizeof(float);
     // A raw answer is copied once, by the transport, from the received
-    // bytes straight into the caller's rows. Each answer row is read once,
-    // at its key's first position (these come in key order, as
-    // GroupKeysByShard numbers keys, so one PieceReader walks the received
-    // bytes front to back, with no call per row); a repeated key copies its
-    // first position's row, already in the caller's buffer.
+    // bytes straight into the caller's rows (LandPulledRows).
     SparsePullCall call;
     call.values_size = group->keys.size() * row_bytes;
-    call.land = [group, rows, dim, row_bytes](SparsePullCall::Pieces pieces) {
-      PieceReader answer(pieces);
-      std::vector<uint32_t> first(group->keys.size());
-      uint32_t next_new = 0;
-      for (const auto& [request_index, key_index] : group->positions) {
-        float* dest = rows.data() + size_t{request_index} * dim;
-        if (key_index == next_new) {
-          ++next_new;
-          first[key_index] = request_index;
-          answer.Next(row_bytes, reinterpret_cast<char*>(dest));
-        } else {
-          std::memcpy(dest, rows.data() + size_t{first[key_index]} * dim,
-                      row_bytes);
-        }
-      }
+    call.land = [group, rows, dim](SparsePullCall::Pieces pieces) {
+      WithRowWidth(dim, [&](auto width) {
+        LandPulledRows<width()>(*group, pieces, dim, rows);
+      });
     };
     v1::PullSparseRequest& request = call.header;
     request.set_table(name);
