@@ -43,7 +43,10 @@ constexpr size_t kMaxRetainedKeys = size_t{1} << 20;
 // keys, 32 ahead 0.41, 64 ahead 0.38).
 constexpr size_t kPrefetchAhead = 64;
 
-void Group(absl::Span<const uint64_t> keys, absl::Span<const uint32_t> owner,
+// Groups `keys` by owner_of(key) into `groups`: keys in first-seen order,
+// positions in request order (see ShardKeys).
+template <typename OwnerOf>
+void Group(absl::Span<const uint64_t> keys, OwnerOf owner_of,
            StampedKeyTable& index, std::vector<ShardKeys>& groups) {
   index.Reset(keys.size());
   const size_t n = keys.size();
@@ -52,12 +55,22 @@ void Group(absl::Span<const uint64_t> keys, absl::Span<const uint32_t> owner,
   }
   for (size_t i = 0; i < n; ++i) {
     if (i + kPrefetchAhead < n) index.Prefetch(keys[i + kPrefetchAhead]);
-    ShardKeys& group = groups[owner.empty() ? 0 : owner[i]];
+    ShardKeys& group = groups[owner_of(keys[i])];
     bool added = false;
     const uint32_t k = index.FindOrAdd(
         keys[i], static_cast<uint32_t>(group.keys.size()), &added);
     if (added) group.keys.push_back(keys[i]);
     group.positions.emplace_back(static_cast<uint32_t>(i), k);
+  }
+}
+
+void GroupWith(absl::Span<const uint64_t> keys, const OwnershipMap& map,
+               StampedKeyTable& index, std::vector<ShardKeys>& groups) {
+  if (groups.size() == 1) {
+    Group(keys, [](uint64_t) { return 0u; }, index, groups);
+  } else {
+    Group(keys, [&map](uint64_t key) { return map.SparseOwnerOf(key); },
+          index, groups);
   }
 }
 
@@ -90,30 +103,23 @@ std::vector<ShardKeys> GroupKeysByShard(absl::Span<const uint64_t> keys,
   const uint32_t shards = map.num_shards();
   std::vector<ShardKeys> groups(shards);
   if (keys.empty()) return groups;
-  // Owners first (skipped for one shard), so every group's vectors are
-  // allocated once at their final size.
-  std::vector<uint32_t> owner;
-  if (shards == 1) {
-    groups[0].keys.reserve(keys.size());
-    groups[0].positions.reserve(keys.size());
-  } else {
-    owner.resize(keys.size());
-    std::vector<uint32_t> count(shards, 0);
-    for (size_t i = 0; i < keys.size(); ++i) {
-      owner[i] = map.SparseOwnerOf(keys[i]);
-      ++count[owner[i]];
-    }
-    for (uint32_t s = 0; s < shards; ++s) {
-      groups[s].keys.reserve(count[s]);
-      groups[s].positions.reserve(count[s]);
-    }
+  // Owners are found as the keys are grouped, in one pass. Each group is
+  // reserved for an even share of the keys and a margin, which the hash
+  // of a key's bucket makes enough for all but skewed keys; a group that
+  // needs more grows.
+  const size_t share = keys.size() / shards;
+  const size_t reserve =
+      shards == 1 ? keys.size() : std::min(keys.size(), share + share / 4 + 64);
+  for (ShardKeys& group : groups) {
+    group.keys.reserve(reserve);
+    group.positions.reserve(reserve);
   }
   if (keys.size() > kMaxRetainedKeys) {
     StampedKeyTable index;
-    Group(keys, owner, index, groups);
+    GroupWith(keys, map, index, groups);
   } else {
     thread_local StampedKeyTable index;
-    Group(keys, owner, index, groups);
+    GroupWith(keys, map, index, groups);
   }
   return groups;
 }

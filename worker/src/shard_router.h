@@ -47,10 +47,10 @@ struct ShardKeys {
   std::vector<std::pair<uint32_t, uint32_t>> positions;
 };
 
-// Groups `keys` by their owner in `map` (result indexed by shard). Owners
-// are found in one pass (none for one shard) and duplicates by an
-// open-addressing table that each thread reuses from call to call (no hash
-// map built per call; calls of over 2^20 keys use one of their own).
+// Groups `keys` by their owner in `map` (result indexed by shard), in one
+// pass that finds each key's owner (none for one shard) and its duplicates,
+// by an open-addressing table that each thread reuses from call to call (no
+// hash map built per call; calls of over 2^20 keys use one of their own).
 std::vector<ShardKeys> GroupKeysByShard(absl::Span<const uint64_t> keys,
                                         const OwnershipMap& map);
 
