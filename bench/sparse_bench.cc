@@ -1,5 +1,6 @@
 #include "bench/sparse_bench.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -247,11 +248,19 @@ absl::StatusOr<ReportTable> RunSparseBench(
   ASSIGN_OR_RETURN(References refs, MeasureReferences(config, raw));
   SparseReport report(config, refs);
 
+  const auto wanted = [&](absl::string_view name) {
+    return std::find(config.key_sets.begin(), config.key_sets.end(), name) !=
+           config.key_sets.end();
+  };
   std::vector<KeySet> key_sets;
-  key_sets.push_back(
-      {"uniform", UniformKeys(config.rows, config.key_space, config.seed)});
-  key_sets.push_back({"zipf", ZipfKeys(config.rows, config.key_space,
-                                       config.zipf_exponent, config.seed)});
+  if (wanted("uniform")) {
+    key_sets.push_back(
+        {"uniform", UniformKeys(config.rows, config.key_space, config.seed)});
+  }
+  if (wanted("zipf")) {
+    key_sets.push_back({"zipf", ZipfKeys(config.rows, config.key_space,
+                                         config.zipf_exponent, config.seed)});
+  }
   for (KeySet& set : key_sets) set.unique = CountUnique(set.keys);
 
   std::vector<float> rows(config.rows * config.dim, 0.0f);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -32,6 +33,8 @@ struct SparseBenchConfig {
   uint64_t key_space = uint64_t{1} << 24;
   double zipf_exponent = 1.1;
   uint64_t seed = 1;
+  // Which key sets run, of "uniform" and "zipf".
+  std::vector<std::string> key_sets = {"uniform", "zipf"};
   MeasureOptions measure;  // warm pulls and pushes
   // Eviction rows: tables limited to this many rows per shard, pulled with
   // `evict_batches` different Zipf batches in turn so the hot set drifts.

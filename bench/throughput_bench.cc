@@ -86,6 +86,10 @@ ABSL_FLAG(uint64_t, sparse_evict_rows, 4096,
 ABSL_FLAG(int, sparse_evict_batches, 8,
           "Different Zipf batches the eviction rows pull in turn; 0 skips "
           "them.");
+ABSL_FLAG(std::vector<std::string>, sparse_keys,
+          std::vector<std::string>({"uniform", "zipf"}),
+          "Key sets of the sparse figures: uniform, zipf (a profile of one "
+          "set's calls leaves the other out).");
 ABSL_FLAG(uint64_t, key_space, uint64_t{1} << 24,
           "Sparse keys are drawn from [0, key_space).");
 ABSL_FLAG(double, zipf_exponent, 1.1,
@@ -235,6 +239,8 @@ std::string FlagLine() {
                                absl::GetFlag(FLAGS_sparse_evict_rows)));
   parts.push_back(absl::StrCat("--sparse_evict_batches=",
                                absl::GetFlag(FLAGS_sparse_evict_batches)));
+  parts.push_back(absl::StrCat(
+      "--sparse_keys=", absl::StrJoin(absl::GetFlag(FLAGS_sparse_keys), ",")));
   parts.push_back(absl::StrCat("--key_space=", absl::GetFlag(FLAGS_key_space)));
   parts.push_back(
       absl::StrCat("--zipf_exponent=", absl::GetFlag(FLAGS_zipf_exponent)));
@@ -288,6 +294,13 @@ absl::Status Run() {
   sparse.evict_max_rows = absl::GetFlag(FLAGS_sparse_evict_rows);
   sparse.evict_batches = absl::GetFlag(FLAGS_sparse_evict_batches);
   sparse.measure = measure;
+  sparse.key_sets = absl::GetFlag(FLAGS_sparse_keys);
+  for (const std::string& set : sparse.key_sets) {
+    if (set != "uniform" && set != "zipf") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--sparse_keys=", set, " is not a key set (uniform, zipf)"));
+    }
+  }
   if (sparse.rows == 0 || sparse.dim == 0 || sparse.cold_repeats < 1 ||
       sparse.key_space == 0 || !(sparse.zipf_exponent > 1.0) ||
       sparse.evict_max_rows < 64 || sparse.evict_batches < 0) {
