@@ -1,10 +1,10 @@
 // Copying one row of a sparse table: `dim` floats.
 //
-// memcpy of a size known only at run time is a call into libc, which for a
-// row of 16 to 256 bytes costs about what the copy does. The row widths
-// tables commonly use (4, 8, 16, 32 and 64 floats) are copied here by a
-// memcpy of a compile-time size instead, which the compiler emits as a few
-// vector moves; any other width goes through memcpy.
+// memcpy of a size known only at run time is a call into libc and a
+// dispatch on the size, for every row of a call of tens of thousands. The
+// row widths tables commonly use (4, 8, 16, 32 and 64 floats) are copied
+// here by a memcpy of a compile-time size instead, which the compiler emits
+// as a few vector moves; any other width goes through memcpy.
 //
 // Thread-compatible (pure functions).
 #ifndef TAUPS_COMMON_ROW_COPY_H_
