@@ -295,6 +295,10 @@ absl::Status Run() {
   sparse.evict_batches = absl::GetFlag(FLAGS_sparse_evict_batches);
   sparse.measure = measure;
   sparse.key_sets = absl::GetFlag(FLAGS_sparse_keys);
+  if (sparse.key_sets.empty()) {
+    return absl::InvalidArgumentError(
+        "--sparse_keys names no key set (uniform, zipf)");
+  }
   for (const std::string& set : sparse.key_sets) {
     if (set != "uniform" && set != "zipf") {
       return absl::InvalidArgumentError(absl::StrCat(

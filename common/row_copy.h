@@ -1,4 +1,7 @@
-// Copying one row of a sparse table: `dim` floats.
+// Loops over the rows of a sparse table (`dim` floats each), compiled per
+// common row width: WithRowWidth picks the width once per call (the client's
+// gradient merge, pull landing and the shard's pull loop use it), CopyRow
+// copies one row.
 //
 // memcpy of a size known only at run time is a call into libc and a
 // dispatch on the size, for every row of a call of tens of thousands. The

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/row_copy.h"
 #include "common/stamped_key_table.h"
 
 
@@ -103,16 +104,21 @@ std::vector<ShardKeys> GroupKeysByShard(absl::Span<const uint64_t> keys,
   const uint32_t shards = map.num_shards();
   std::vector<ShardKeys> groups(shards);
   if (keys.empty()) return groups;
-  // Owners are found as the keys are grouped, in one pass. Each group is
-  // reserved for an even share of the keys and a margin, which the hash
-  // of a key's bucket makes enough for all but skewed keys; a group that
-  // needs more grows.
+  // Owners are found as the keys are grouped, in one pass. A large call
+  // reserves each group an even share of the keys and a quarter more, which
+  // the hash of a key's bucket makes enough for all but skewed keys; a
+  // group that needs more grows, as every group of a small call does (so a
+  // call of a few keys over many shards allocates only the groups it uses).
+  constexpr size_t kMinReservedShare = 256;
   const size_t share = keys.size() / shards;
-  const size_t reserve =
-      shards == 1 ? keys.size() : std::min(keys.size(), share + share / 4 + 64);
-  for (ShardKeys& group : groups) {
-    group.keys.reserve(reserve);
-    group.positions.reserve(reserve);
+  const size_t reserve = shards == 1 ? keys.size()
+                         : share >= kMinReservedShare ? share + share / 4
+                                                      : 0;
+  if (reserve > 0) {
+    for (ShardKeys& group : groups) {
+      group.keys.reserve(reserve);
+      group.positions.reserve(reserve);
+    }
   }
   if (keys.size() > kMaxRetainedKeys) {
     StampedKeyTable index;
@@ -127,14 +133,9 @@ std::vector<ShardKeys> GroupKeysByShard(absl::Span<const uint64_t> keys,
 void MergeShardGradients(const ShardKeys& group,
                          absl::Span<const float> gradients, uint32_t dim,
                          absl::Span<float> out) {
-  switch (dim) {
-    case 4: return MergeRows<4>(group, gradients.data(), dim, out.data());
-    case 8: return MergeRows<8>(group, gradients.data(), dim, out.data());
-    case 16: return MergeRows<16>(group, gradients.data(), dim, out.data());
-    case 32: return MergeRows<32>(group, gradients.data(), dim, out.data());
-    case 64: return MergeRows<64>(group, gradients.data(), dim, out.data());
-    default: return MergeRows<0>(group, gradients.data(), dim, out.data());
-  }
+  WithRowWidth(dim, [&](auto width) {
+    MergeRows<width()>(group, gradients.data(), dim, out.data());
+  });
 }
 
 std::vector<std::vector<float>> MergeSparseGradients(
