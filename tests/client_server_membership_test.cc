@@ -3,6 +3,8 @@
 // a worker resumes at after its lease ran out.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <grpcpp/grpcpp.h>
 
 #include <thread>
@@ -265,14 +267,20 @@ TEST_CASE("a shard that never answers heartbeats delays none to the others") {
   absl::SleepFor(absl::Milliseconds(1500));
   const std::vector<absl::Time> beats = answering.beats();
   // Every 100 ms, whatever the other shard does; before, each round waited
-  // for the hung shard's call to time out (2 intervals) first.
+  // for the hung shard's call to time out (its 100 ms deadline) first, so
+  // every gap was 200 ms or more. The typical gap tells the two apart; one
+  // late round on a loaded machine (212 ms seen under ASan on 2 cores) is
+  // the scheduler's, so the widest gap gets a round of slack, not none.
   REQUIRE(beats.size() >= 10);
-  absl::Duration widest;
-  for (size_t i = 1; i < beats.size(); ++i) {
-    widest = std::max(widest, beats[i] - beats[i - 1]);
-  }
-  INFO("widest gap between heartbeats " << absl::FormatDuration(widest));
-  REQUIRE(widest < absl::Milliseconds(200));
+  std::vector<absl::Duration> gaps;
+  for (size_t i = 1; i < beats.size(); ++i) gaps.push_back(beats[i] - beats[i - 1]);
+  std::sort(gaps.begin(), gaps.end());
+  const absl::Duration median = gaps[gaps.size() / 2];
+  const absl::Duration widest = gaps.back();
+  INFO("median gap between heartbeats " << absl::FormatDuration(median)
+       << ", widest " << absl::FormatDuration(widest));
+  REQUIRE(median < absl::Milliseconds(150));
+  REQUIRE(widest < absl::Milliseconds(300));
   // The hung shard got heartbeats too, each cut off at its deadline, not one
   // piled on another.
   const size_t hung = hanging.beats().size();
