@@ -54,7 +54,7 @@ readonly TSAN_TESTS=(partition_test consistency_test parameter_store_test
   shard_checkpointer_test checkpoint_store_test checkpoint_format_test
   checkpoint_delta_test checkpoint_step_cut_test checkpoint_cut_copy_test
   checkpoint_step_queue_test checkpoint_version_trigger_test
-  codec_test shard_map_test)
+  codec_test shard_map_test shard_router_equivalence_test)
 readonly FUZZERS=(request_fuzzer codec_block_fuzzer checkpoint_fuzzer)
 readonly SANITIZE_ASAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 

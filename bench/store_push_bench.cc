@@ -7,7 +7,7 @@
 //
 //   store_push_bench [calls] [apply_threads]
 //     calls: default 21, the first is not counted; apply_threads: the
-//     shard's --apply_threads (0 = auto; only for a tree with ApplyPool)
+//     shard's --apply_threads (0 = auto; only for a tree with TaskPool)
 //
 // It uses only ParameterStore's public calls, so the same file builds
 // against an older commit's libraries and two builds can run alternately
@@ -27,8 +27,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "common/malloc_tuning.h"
 #include "server/parameter_store.h"
-#if __has_include("server/apply_pool.h")
-#include "server/apply_pool.h"
+#if __has_include("common/task_pool.h")
+#include "common/task_pool.h"
 #define TAUPS_HAS_APPLY_POOL 1
 #endif
 
@@ -171,8 +171,8 @@ int main(int argc, char** argv) {
     return 1;
   }
 #ifdef TAUPS_HAS_APPLY_POOL
-  if (argc > 2) taups::ApplyPool::SetSharedThreads(std::atoi(argv[2]));
-  std::printf("apply threads: %d\n", taups::ApplyPool::Shared().threads());
+  if (argc > 2) taups::TaskPool::SetSharedThreads(std::atoi(argv[2]));
+  std::printf("apply threads: %d\n", taups::TaskPool::Shared().threads());
 #endif
   return taups::Run(calls);
 }

@@ -110,7 +110,7 @@ void DenseTable::ForEachBlock(uint64_t begin, uint64_t end, Fn&& fn) const {
   }
 }
 
-void DenseTable::SetApplyPool(ApplyPool* pool, uint64_t min_parallel,
+void DenseTable::SetTaskPool(TaskPool* pool, uint64_t min_parallel,
                               uint64_t chunk) {
   pool_set_ = true;
   pool_ = pool;
@@ -122,9 +122,9 @@ void DenseTable::ForEachRun(
     uint64_t begin, uint64_t n,
     absl::FunctionRef<void(uint64_t, uint64_t)> fn) const {
   const uint64_t end = begin + n;
-  ApplyPool* pool = nullptr;
+  TaskPool* pool = nullptr;
   if (n >= parallel_min_ && n > chunk_) {
-    pool = pool_set_ ? pool_ : &ApplyPool::Shared();
+    pool = pool_set_ ? pool_ : &TaskPool::Shared();
   }
   if (pool == nullptr || pool->threads() < 2) {
     fn(begin, end);

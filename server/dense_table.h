@@ -8,8 +8,8 @@
 // usual asynchronous-SGD read).
 //
 // A large apply, finite check or pull (at least min_parallel elements) is cut
-// into runs of `chunk` elements shared by the cores of an ApplyPool (the
-// process's shared one unless SetApplyPool says otherwise). The caller's
+// into runs of `chunk` elements shared by the cores of an TaskPool (the
+// process's shared one unless SetTaskPool says otherwise). The caller's
 // lock (the partition's) is held throughout, so the order and atomicity of
 // pushes are unchanged, and since every rule is element-wise the result is
 // the same bits as one serial pass.
@@ -32,7 +32,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/shard_map.h"
-#include "server/apply_pool.h"
+#include "common/task_pool.h"
 #include "server/optimizer.h"
 #include "server/table.h"
 #include "taups/table_config.h"
@@ -52,7 +52,7 @@ class DenseTable final : public Table {
   // Which pool large calls use (null: none, always serial), from how many
   // elements, cut into runs of how many (tests use small figures). Call
   // before the table is shared between threads; `pool` must outlive it.
-  void SetApplyPool(ApplyPool* pool, uint64_t min_parallel = kParallelMin,
+  void SetTaskPool(TaskPool* pool, uint64_t min_parallel = kParallelMin,
                     uint64_t chunk = kBlockSize);
 
   const TableConfig& config() const override { return config_; }
@@ -121,8 +121,8 @@ class DenseTable final : public Table {
   const Range range_;
   const std::unique_ptr<Optimizer> optimizer_;
   const int state_width_;
-  bool pool_set_ = false;  // false: ApplyPool::Shared(), made on first use
-  ApplyPool* pool_ = nullptr;
+  bool pool_set_ = false;  // false: TaskPool::Shared(), made on first use
+  TaskPool* pool_ = nullptr;
   uint64_t parallel_min_ = kParallelMin;
   uint64_t chunk_ = kBlockSize;
   std::unique_ptr<Block[]> blocks_;

@@ -23,7 +23,7 @@
 #include "common/process_flags.h"
 #include "common/tool_start.h"
 #include "common/transport_security.h"
-#include "server/apply_pool.h"
+#include "common/task_pool.h"
 #include "server/cluster_config.h"
 #include "server/cluster_file.h"
 #include "server/limits.h"
@@ -363,7 +363,7 @@ int main(int argc, char** argv) {
         ": the default lease must be one a worker may ask for")));
   }
   options.limits = LimitsFromFlags();
-  taups::ApplyPool::SetSharedThreads(absl::GetFlag(FLAGS_apply_threads));
+  taups::TaskPool::SetSharedThreads(absl::GetFlag(FLAGS_apply_threads));
   if (absl::Status s = options.limits.Validate(); !s.ok()) return FailFlags(s);
   spdlog::info("memory budget {} MiB{}, at most {} MiB per table",
                options.limits.memory_budget_bytes >> 20,

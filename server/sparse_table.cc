@@ -12,7 +12,7 @@
 #include "common/shard_map.h"
 #include "common/stamped_key_table.h"
 #include "common/vector_math.h"
-#include "server/apply_pool.h"
+#include "common/task_pool.h"
 #include "server/table_stats.h"
 
 namespace taups {
@@ -163,15 +163,15 @@ std::optional<uint64_t> SparseTable::FirstRepeatedKey(
   return std::nullopt;
 }
 
-void SparseTable::SetApplyPool(ApplyPool* pool, size_t min_parallel) {
+void SparseTable::SetTaskPool(TaskPool* pool, size_t min_parallel) {
   pool_set_ = true;
   pool_ = pool;
   parallel_min_ = std::max<size_t>(min_parallel, 1);
 }
 
-ApplyPool* SparseTable::PoolFor(size_t keys) const {
+TaskPool* SparseTable::PoolFor(size_t keys) const {
   if (keys < parallel_min_) return nullptr;
-  ApplyPool* pool = pool_set_ ? pool_ : &ApplyPool::Shared();
+  TaskPool* pool = pool_set_ ? pool_ : &TaskPool::Shared();
   return pool != nullptr && pool->threads() >= 2 ? pool : nullptr;
 }
 
@@ -202,7 +202,7 @@ void SparseTable::ForEachStripeGroup(absl::Span<const uint64_t> keys,
     fn(s, stripe, absl::MakeConstSpan(order.data() + begin[s],
                                       begin[s + 1] - begin[s]));
   };
-  ApplyPool* pool =
+  TaskPool* pool =
       spread == Spread::kPoolWhenLarge ? PoolFor(keys.size()) : nullptr;
   if (pool == nullptr) {
     for (int s = 0; s < kStripes; ++s) visit(s);

@@ -18,8 +18,8 @@
 // its own mutex, hash map and row arena, so requests for different keys
 // mostly run in parallel; a request locks each stripe it touches once.
 // A large Pull, Apply or MeasureRowTau (at least min_parallel keys) shares
-// its stripes among the cores of an ApplyPool (the process's shared one
-// unless SetApplyPool says otherwise): each stripe is still handled by one
+// its stripes among the cores of an TaskPool (the process's shared one
+// unless SetTaskPool says otherwise): each stripe is still handled by one
 // thread, under its lock, in the request's key order, and rows of different
 // stripes never interact, so the result is the same bits as a serial pass.
 // The caller's lock (the partition's) is held throughout.
@@ -47,7 +47,7 @@
 
 namespace taups {
 
-class ApplyPool;
+class TaskPool;
 
 class SparseTable final : public Table {
  public:
@@ -75,7 +75,7 @@ class SparseTable final : public Table {
   // Which pool large calls share their stripes with (null: none, always
   // serial), from how many keys (tests use small figures). Call before the
   // table is shared between threads; `pool` must outlive the table.
-  void SetApplyPool(ApplyPool* pool, size_t min_parallel = kParallelMinKeys);
+  void SetTaskPool(TaskPool* pool, size_t min_parallel = kParallelMinKeys);
 
   const TableConfig& config() const override { return config_; }
   uint32_t dim() const { return dim_; }
@@ -196,7 +196,7 @@ class SparseTable final : public Table {
   void ForEachKeyByStripe(absl::Span<const uint64_t> keys, Spread spread,
                           Fn&& fn) const;
   // The pool a call of `keys` keys shares its stripes with; null: serial.
-  ApplyPool* PoolFor(size_t keys) const;
+  TaskPool* PoolFor(size_t keys) const;
   // The slot of `key`'s row, created (and initialized) if absent; kNoSlot
   // if not admitted. Inline: the warm path is one hash lookup.
   uint32_t FindOrCreateLocked(Stripe& stripe, uint64_t key, int64_t now_ns)
@@ -224,8 +224,8 @@ class SparseTable final : public Table {
   const int64_t ttl_ns_;
   const uint64_t row_limit_;
   StripeOptions stripe_options_;
-  bool pool_set_ = false;  // false: ApplyPool::Shared(), made on first use
-  ApplyPool* pool_ = nullptr;
+  bool pool_set_ = false;  // false: TaskPool::Shared(), made on first use
+  TaskPool* pool_ = nullptr;
   size_t parallel_min_ = kParallelMinKeys;
   // Import replaces the stripes under it (writer); a cut's copier, which
   // does not hold the partition's lock, reads stripes_ under it (reader).

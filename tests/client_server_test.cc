@@ -6,7 +6,9 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
+#include <random>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -110,6 +112,76 @@ TEST_CASE("sparse rows route to shards, duplicates are merged") {
   REQUIRE(after[12] == Approx(row3[0] - 2.0f));
   REQUIRE(after[0] == Approx(rows[0] - 1.0f));
   REQUIRE(after[40] == Approx(rows[40] - 1.0f));
+}
+
+TEST_CASE("a large sparse call builds its shards' parts at once, exactly") {
+  // 30,000 keys over 3 shards take the client's path that groups, merges and
+  // sends each shard's part on a task of its own (worker/src/sparse_ops.cc,
+  // kAtOnceMinKeys); the expected rows come from pulls of a few keys at a
+  // time (the one-after-another path) and sums made here.
+  Cluster cluster(3);
+  auto client = cluster.Connect(0);
+  constexpr uint32_t kDim = 8;
+  constexpr float kLr = 0.5f;
+  TableConfig config = Sgd(TableConfig::Sparse("emb", kDim), kLr);
+  config.initializer.kind = InitializerKind::kNormal;
+  config.initializer.scale = 0.01f;
+  REQUIRE(client->CreateTable(config).ok());
+  std::mt19937_64 rng(3);
+  std::vector<uint64_t> keys(30000);
+  for (uint64_t& k : keys) k = rng() % 12000;  // many duplicates
+  std::vector<float> rows(keys.size() * kDim);
+  SparsePullOptions with_versions;
+  with_versions.row_versions = true;
+  auto basis = client->PullSparse("emb", keys, absl::MakeSpan(rows),
+                                  with_versions);
+  REQUIRE(basis.ok());
+
+  // Each position holds its key's row, as read 100 keys at a time.
+  std::map<uint64_t, std::vector<float>> row_of;
+  for (size_t begin = 0; begin < keys.size(); begin += 100) {
+    const absl::Span<const uint64_t> few =
+        absl::MakeConstSpan(keys).subspan(begin, 100);
+    std::vector<float> got(few.size() * kDim);
+    REQUIRE(client->PullSparse("emb", few, absl::MakeSpan(got)).ok());
+    for (size_t i = 0; i < few.size(); ++i) {
+      row_of[few[i]].assign(got.begin() + i * kDim, got.begin() + (i + 1) * kDim);
+    }
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    REQUIRE(std::vector<float>(rows.begin() + i * kDim,
+                               rows.begin() + (i + 1) * kDim) == row_of[keys[i]]);
+  }
+
+  // Gradients that differ by position; each key moves by lr times their sum.
+  std::vector<float> grads(keys.size() * kDim);
+  std::map<uint64_t, std::vector<double>> sum_of;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::vector<double>& sum = sum_of[keys[i]];
+    sum.resize(kDim);
+    for (uint32_t j = 0; j < kDim; ++j) {
+      grads[i * kDim + j] = static_cast<float>((i % 13) + j) / 64.0f;
+      sum[j] += grads[i * kDim + j];
+    }
+  }
+  auto pushed = client->PushSparse("emb", keys, grads, &*basis);
+  REQUIRE(pushed.ok());
+  REQUIRE(pushed->all_accepted());
+  for (const ShardPushResult& shard : pushed->shards) REQUIRE(shard.touched);
+  REQUIRE(pushed->row_taus.size() == keys.size());
+  for (uint64_t tau : pushed->row_taus) REQUIRE(tau == 0);
+  std::vector<float> after(keys.size() * kDim);
+  REQUIRE(client->PullSparse("emb", keys, absl::MakeSpan(after)).ok());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (uint32_t j = 0; j < kDim; ++j) {
+      const double want = row_of[keys[i]][j] - kLr * sum_of[keys[i]][j];
+      REQUIRE(after[i * kDim + j] == Approx(want).margin(1e-4));
+    }
+  }
+  // The same basis again: every row has moved once since it was read.
+  pushed = client->PushSparse("emb", keys, grads, &*basis);
+  REQUIRE(pushed.ok());
+  for (uint64_t tau : pushed->row_taus) REQUIRE(tau == 1);
 }
 
 TEST_CASE("a clipped sparse push is scaled by its whole norm on every shard") {

@@ -1,4 +1,4 @@
-// DenseTable's parallel apply (ApplyPool): a push, a step buffer and a pull
+// DenseTable's parallel apply (TaskPool): a push, a step buffer and a pull
 // cut into runs on several cores give the same bits as the serial pass, for
 // every optimizer rule with and without delay compensation, on odd sizes;
 // and a push whose last run would leave a non-finite value is refused whole
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/apply_pool.h"
+#include "common/task_pool.h"
 #include "server/dense_table.h"
 #include "server/parameter_store.h"
 
@@ -104,7 +104,7 @@ void RunBoth(DenseTable& serial, DenseTable& parallel, uint64_t n) {
 }
 
 TEST_CASE("a parallel apply gives the serial apply's bits for every rule") {
-  ApplyPool pool(4);
+  TaskPool pool(4);
   const OptimizerKind kinds[] = {OptimizerKind::kSgd, OptimizerKind::kAdagrad,
                                  OptimizerKind::kMomentum, OptimizerKind::kAdam,
                                  OptimizerKind::kFtrl};
@@ -116,14 +116,14 @@ TEST_CASE("a parallel apply gives the serial apply's bits for every rule") {
                              " n ", n)) {
           const TableConfig config = Config(kind, n, dc);
           DenseTable serial(config, Range{0, n});
-          serial.SetApplyPool(nullptr);
+          serial.SetTaskPool(nullptr);
           DenseTable parallel(config, Range{0, n});
           // Small tables: runs of 3 elements (odd, across lock blocks'
           // insides); the large one: the shard's own cut (whole blocks).
           if (n < DenseTable::kParallelMin) {
-            parallel.SetApplyPool(&pool, 1, 3);
+            parallel.SetTaskPool(&pool, 1, 3);
           } else {
-            parallel.SetApplyPool(&pool);
+            parallel.SetTaskPool(&pool);
           }
           RunBoth(serial, parallel, n);
         }
@@ -133,7 +133,7 @@ TEST_CASE("a parallel apply gives the serial apply's bits for every rule") {
 }
 
 TEST_CASE("the pool runs every task once, with concurrent callers") {
-  ApplyPool pool(3);
+  TaskPool pool(3);
   REQUIRE(pool.threads() == 3);
   constexpr size_t kTasks = 1000;
   std::vector<std::atomic<int>> seen_a(kTasks), seen_b(kTasks);
@@ -146,7 +146,7 @@ TEST_CASE("the pool runs every task once, with concurrent callers") {
     REQUIRE(seen_a[i].load() == 50);
     REQUIRE(seen_b[i].load() == 50);
   }
-  ApplyPool serial(0);
+  TaskPool serial(0);
   REQUIRE(serial.threads() == 1);
   int calls = 0;
   serial.Run(5, [&](size_t) { ++calls; });
@@ -168,7 +168,7 @@ std::vector<float> PullAll(ParameterStore& store, uint64_t n) {
 
 TEST_CASE("a push that would overflow in its last run is refused whole") {
   // This binary's shared pool, which the store's tables use: 4 cores.
-  ApplyPool::SetSharedThreads(4);  // false once made, by an earlier section
+  TaskPool::SetSharedThreads(4);  // false once made, by an earlier section
   const uint64_t n = (uint64_t{1} << 20) + 3;
   for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kMomentum}) {
     SECTION(absl::StrCat("rule ", static_cast<int>(kind))) {
@@ -184,7 +184,7 @@ TEST_CASE("a push that would overflow in its last run is refused whole") {
       g[n - 1] = 3e38f;
       REQUIRE(store.PushDense("w", 0, g, Meta(1, 0)).ok());
       REQUIRE(reference.PushDense("w", 0, g, Meta(1, 0)).ok());
-      REQUIRE(ApplyPool::Shared().threads() == 4);
+      REQUIRE(TaskPool::Shared().threads() == 4);
       const std::vector<float> before = PullAll(store, n);
       REQUIRE(std::isfinite(before[n - 1]));
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -62,6 +63,15 @@ void CheckSame(const std::vector<uint64_t>& keys, const OwnershipMap& map,
     REQUIRE(got[s].keys == expected[s].keys);
     REQUIRE(got[s].positions == expected[s].positions);
   }
+  // The two-step grouping a large call builds its shards' parts with.
+  const std::vector<std::vector<uint32_t>> positions =
+      PositionsByShard(keys, map);
+  REQUIRE(positions.size() == expected.size());
+  for (size_t s = 0; s < positions.size(); ++s) {
+    const ShardKeys apart = GroupShardKeys(keys, positions[s]);
+    REQUIRE(apart.keys == expected[s].keys);
+    REQUIRE(apart.positions == expected[s].positions);
+  }
   std::vector<float> gradients(keys.size() * dim);
   for (float& g : gradients) g = RandomGradient(rng);
   const auto want = reference::MergeSparseGradients(expected, gradients, dim);
@@ -109,6 +119,34 @@ TEST_CASE("a call larger than the retained table groups the same") {
   // And a smaller call on the same thread afterwards still starts clean.
   keys.resize(1000);
   CheckSame(keys, OwnershipMap::Initial(3), 16, rng);
+}
+
+TEST_CASE("shards grouped apart on threads of their own group the same") {
+  // Each thread groups with its own retained table; calls of different
+  // sizes on the same threads in turn must not see each other's keys.
+  std::mt19937_64 rng(29);
+  for (int round = 0; round < 20; ++round) {
+    const uint32_t shards = 2 + static_cast<uint32_t>(rng() % 6);
+    const OwnershipMap map = OwnershipMap::Initial(shards);
+    std::vector<uint64_t> keys(1 + rng() % 40000);
+    const uint64_t space = 1 + rng() % 50000;
+    for (uint64_t& k : keys) k = rng() % space;
+    const std::vector<ShardKeys> expected =
+        reference::GroupKeysByShard(keys, map);
+    const std::vector<std::vector<uint32_t>> positions =
+        PositionsByShard(keys, map);
+    std::vector<ShardKeys> apart(shards);
+    std::vector<std::thread> threads;
+    for (uint32_t s = 0; s < shards; ++s) {
+      threads.emplace_back(
+          [&, s] { apart[s] = GroupShardKeys(keys, positions[s]); });
+    }
+    for (std::thread& t : threads) t.join();
+    for (uint32_t s = 0; s < shards; ++s) {
+      REQUIRE(apart[s].keys == expected[s].keys);
+      REQUIRE(apart[s].positions == expected[s].positions);
+    }
+  }
 }
 
 TEST_CASE("many calls in a row reuse the table without leaking keys") {

@@ -1,4 +1,4 @@
-// SparseTable's stripes shared among an ApplyPool's cores: a large pull,
+// SparseTable's stripes shared among an TaskPool's cores: a large pull,
 // push (with per-row tau) and tau measurement handled stripe by stripe on
 // several threads leave the same rows, optimizer state, row versions,
 // counters and answers, bit for bit, as the serial pass; for every
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/apply_pool.h"
+#include "common/task_pool.h"
 #include "server/push_types.h"
 #include "server/sparse_table.h"
 
@@ -152,9 +152,9 @@ struct Trace {
 
 // Four rounds of random keys (from `seed`) on a table of `config` that
 // shares its stripes with `pool` from the first key on (null: serial).
-Trace RunRounds(const TableConfig& config, ApplyPool* pool, uint64_t seed) {
+Trace RunRounds(const TableConfig& config, TaskPool* pool, uint64_t seed) {
   SparseTable table(config);
-  table.SetApplyPool(pool, 1);
+  table.SetTaskPool(pool, 1);
   std::mt19937_64 rng(seed);
   constexpr uint64_t kSpace = 6000;
   Trace trace;
@@ -201,7 +201,7 @@ void RequireSameTraces(const Trace& a, const Trace& b) {
 }
 
 // The same rounds serial and on `pool`, compared.
-void RunBoth(const TableConfig& config, ApplyPool& pool, uint64_t seed) {
+void RunBoth(const TableConfig& config, TaskPool& pool, uint64_t seed) {
   const Trace serial = RunRounds(config, nullptr, seed);
   const Trace parallel = RunRounds(config, &pool, seed);
   REQUIRE(!serial.rows.empty());
@@ -209,7 +209,7 @@ void RunBoth(const TableConfig& config, ApplyPool& pool, uint64_t seed) {
 }
 
 TEST_CASE("stripes on several cores give the serial pass's bits") {
-  ApplyPool pool(3);
+  TaskPool pool(3);
   REQUIRE(pool.threads() == 3);
   const OptimizerKind kinds[] = {OptimizerKind::kSgd, OptimizerKind::kAdagrad,
                                  OptimizerKind::kMomentum, OptimizerKind::kAdam,
@@ -234,7 +234,7 @@ TEST_CASE("stripes on several cores give the serial pass's bits") {
 }
 
 TEST_CASE("two callers share one pool at once") {
-  ApplyPool pool(2);
+  TaskPool pool(2);
   const TableConfig config =
       Emb(OptimizerKind::kMomentum, 64 * 40, SparseEvictionKind::kLru, 0);
   // Two tables on two threads, one pool; each is compared with its serial

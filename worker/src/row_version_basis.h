@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
 #include "worker/src/shard_router.h"
 
@@ -19,14 +20,30 @@ struct RowVersionBasis {
   std::vector<uint64_t> versions;  // versions[i] is the row of keys[i]
 };
 
-// For each shard s, the base version of every key in groups[s].keys (the
-// push's keys as GroupKeysByShard grouped them), read from the pull's
-// `pulled_keys` / `pulled_versions`; kUnknownRowVersion for a key the pull
-// did not read. `push_keys` are the push's keys in the caller's order.
-std::vector<std::vector<uint64_t>> RowBasesByShard(
-    const std::vector<ShardKeys>& groups, absl::Span<const uint64_t> push_keys,
-    absl::Span<const uint64_t> pulled_keys,
-    absl::Span<const uint64_t> pulled_versions);
+// The base version of every key a push sends, read from the pull it was
+// computed on (`pulled_keys` / `pulled_versions`, which must outlive this
+// object): kUnknownRowVersion for a key the pull did not read. Built once
+// per push; BasesOf may then be called for different shards on different
+// threads (it only reads).
+class RowBasisLookup {
+ public:
+  // `push_keys` are the push's keys in the caller's order (kept by
+  // reference, as the pulled ones).
+  RowBasisLookup(absl::Span<const uint64_t> push_keys,
+                 absl::Span<const uint64_t> pulled_keys,
+                 absl::Span<const uint64_t> pulled_versions);
+
+  // The bases of `group.keys` (one shard's keys of the push, as
+  // GroupKeysByShard or GroupShardKeys grouped them), in that order.
+  std::vector<uint64_t> BasesOf(const ShardKeys& group) const;
+
+ private:
+  // The usual step pushes exactly the keys pulled, in the same order: a
+  // key's base is then read at its request position, with no map.
+  bool same_keys_;
+  absl::Span<const uint64_t> pulled_versions_;
+  absl::flat_hash_map<uint64_t, uint64_t> version_of_;  // otherwise
+};
 
 }  // namespace taups
 

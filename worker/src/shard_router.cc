@@ -44,35 +44,66 @@ constexpr size_t kMaxRetainedKeys = size_t{1} << 20;
 // keys, 32 ahead 0.41, 64 ahead 0.38).
 constexpr size_t kPrefetchAhead = 64;
 
-// Groups `keys` by owner_of(key) into `groups`: keys in first-seen order,
-// positions in request order (see ShardKeys).
-template <typename OwnerOf>
-void Group(absl::Span<const uint64_t> keys, OwnerOf owner_of,
-           StampedKeyTable& index, std::vector<ShardKeys>& groups) {
-  index.Reset(keys.size());
-  const size_t n = keys.size();
-  for (size_t i = 0; i < std::min(n, kPrefetchAhead); ++i) {
-    index.Prefetch(keys[i]);
+// Groups the keys at request positions index_at(0 .. n-1) (ascending) by
+// owner_of(key) into `groups`: keys in first-seen order, positions in
+// request order (see ShardKeys).
+template <typename IndexAt, typename OwnerOf>
+void Group(absl::Span<const uint64_t> keys, size_t n, IndexAt index_at,
+           OwnerOf owner_of, StampedKeyTable& index, ShardKeys* groups) {
+  index.Reset(n);
+  for (size_t j = 0; j < std::min(n, kPrefetchAhead); ++j) {
+    index.Prefetch(keys[index_at(j)]);
   }
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kPrefetchAhead < n) index.Prefetch(keys[i + kPrefetchAhead]);
+  for (size_t j = 0; j < n; ++j) {
+    if (j + kPrefetchAhead < n) index.Prefetch(keys[index_at(j + kPrefetchAhead)]);
+    const uint32_t i = index_at(j);
     ShardKeys& group = groups[owner_of(keys[i])];
     bool added = false;
     const uint32_t k = index.FindOrAdd(
         keys[i], static_cast<uint32_t>(group.keys.size()), &added);
     if (added) group.keys.push_back(keys[i]);
-    group.positions.emplace_back(static_cast<uint32_t>(i), k);
+    group.positions.emplace_back(i, k);
   }
 }
+
+// Runs fn(table) with a key table for a call of `n` keys: the thread's own,
+// reused from call to call, or for a call too large to keep one for, a
+// table of the call's own.
+template <typename Fn>
+void WithKeyTable(size_t n, Fn fn) {
+  if (n > kMaxRetainedKeys) {
+    StampedKeyTable own;
+    fn(own);
+  } else {
+    thread_local StampedKeyTable retained;
+    fn(retained);
+  }
+}
+
+uint32_t Identity(size_t i) { return static_cast<uint32_t>(i); }
 
 void GroupWith(absl::Span<const uint64_t> keys, const OwnershipMap& map,
                StampedKeyTable& index, std::vector<ShardKeys>& groups) {
   if (groups.size() == 1) {
-    Group(keys, [](uint64_t) { return 0u; }, index, groups);
+    Group(keys, keys.size(), Identity, [](uint64_t) { return 0u; }, index,
+          groups.data());
   } else {
-    Group(keys, [&map](uint64_t key) { return map.SparseOwnerOf(key); },
-          index, groups);
+    Group(keys, keys.size(), Identity,
+          [&map](uint64_t key) { return map.SparseOwnerOf(key); }, index,
+          groups.data());
   }
+}
+
+// A share of `keys` worth reserving for each of `shards` groups: an even
+// share and a quarter more, which the hash of a key's bucket makes enough
+// for all but skewed keys (a group that needs more grows); none for a call
+// of a few keys over many shards, so that it allocates only what it uses.
+size_t ReservedShare(size_t keys, uint32_t shards) {
+  constexpr size_t kMinReservedShare = 256;
+  const size_t share = keys / shards;
+  return shards == 1                     ? keys
+         : share >= kMinReservedShare ? share + share / 4
+                                      : 0;
 }
 
 // out[k * dim ...] = the sum, in request order, of the gradients of the
@@ -104,30 +135,44 @@ std::vector<ShardKeys> GroupKeysByShard(absl::Span<const uint64_t> keys,
   const uint32_t shards = map.num_shards();
   std::vector<ShardKeys> groups(shards);
   if (keys.empty()) return groups;
-  // Owners are found as the keys are grouped, in one pass. A large call
-  // reserves each group an even share of the keys and a quarter more, which
-  // the hash of a key's bucket makes enough for all but skewed keys; a
-  // group that needs more grows, as every group of a small call does (so a
-  // call of a few keys over many shards allocates only the groups it uses).
-  constexpr size_t kMinReservedShare = 256;
-  const size_t share = keys.size() / shards;
-  const size_t reserve = shards == 1 ? keys.size()
-                         : share >= kMinReservedShare ? share + share / 4
-                                                      : 0;
-  if (reserve > 0) {
+  // Owners are found as the keys are grouped, in one pass.
+  if (const size_t reserve = ReservedShare(keys.size(), shards); reserve > 0) {
     for (ShardKeys& group : groups) {
       group.keys.reserve(reserve);
       group.positions.reserve(reserve);
     }
   }
-  if (keys.size() > kMaxRetainedKeys) {
-    StampedKeyTable index;
+  WithKeyTable(keys.size(), [&](StampedKeyTable& index) {
     GroupWith(keys, map, index, groups);
-  } else {
-    thread_local StampedKeyTable index;
-    GroupWith(keys, map, index, groups);
-  }
+  });
   return groups;
+}
+
+std::vector<std::vector<uint32_t>> PositionsByShard(
+    absl::Span<const uint64_t> keys, const OwnershipMap& map) {
+  const uint32_t shards = map.num_shards();
+  std::vector<std::vector<uint32_t>> positions(shards);
+  if (const size_t reserve = ReservedShare(keys.size(), shards); reserve > 0) {
+    for (std::vector<uint32_t>& p : positions) p.reserve(reserve);
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    positions[map.SparseOwnerOf(keys[i])].push_back(static_cast<uint32_t>(i));
+  }
+  return positions;
+}
+
+ShardKeys GroupShardKeys(absl::Span<const uint64_t> keys,
+                         absl::Span<const uint32_t> positions) {
+  ShardKeys group;
+  if (positions.empty()) return group;
+  group.keys.reserve(positions.size());
+  group.positions.reserve(positions.size());
+  WithKeyTable(positions.size(), [&](StampedKeyTable& index) {
+    Group(keys, positions.size(),
+          [positions](size_t j) { return positions[j]; },
+          [](uint64_t) { return 0u; }, index, &group);
+  });
+  return group;
 }
 
 void MergeShardGradients(const ShardKeys& group,

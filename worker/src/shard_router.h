@@ -54,6 +54,17 @@ struct ShardKeys {
 std::vector<ShardKeys> GroupKeysByShard(absl::Span<const uint64_t> keys,
                                         const OwnershipMap& map);
 
+// The same grouping in two steps, so that each shard's keys can be grouped
+// apart, on a thread of its own: PositionsByShard gives, for each shard,
+// the request positions of the keys it owns, ascending; GroupShardKeys of
+// one shard's positions gives exactly the ShardKeys GroupKeysByShard gives
+// that shard. GroupShardKeys uses the calling thread's key table (as
+// GroupKeysByShard does), so calls on different threads do not interact.
+std::vector<std::vector<uint32_t>> PositionsByShard(
+    absl::Span<const uint64_t> keys, const OwnershipMap& map);
+ShardKeys GroupShardKeys(absl::Span<const uint64_t> keys,
+                         absl::Span<const uint32_t> positions);
+
 // Per-shard gradients for a push: gradients[i * dim ...] of request key i is
 // added into the row of its unique key. Returns one float vector per shard,
 // keys[s].keys.size() * dim long.

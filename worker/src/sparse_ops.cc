@@ -1,12 +1,16 @@
 // ClientCore's sparse-table calls: keys grouped by shard, duplicates fetched
-// once (pull) or summed (push), one RPC per shard in flight at once.
+// once (pull) or summed (push), one RPC per shard in flight at once; a large
+// call to several shards builds its shards' requests at once, on a shared
+// pool (kAtOnceMinKeys).
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "common/float_bytes.h"
 #include "common/row_copy.h"
+#include "common/task_pool.h"
 #include "common/vector_math.h"
 #include "common/wire_tensor.h"
 #include "proto/raw_payload.h"
@@ -55,6 +59,81 @@ void LandPulledRows(const ShardKeys& group, SparsePullCall::Pieces pieces,
     }
   }
 }
+
+// A sparse call of this many keys or more, to several shards, builds its
+// shards' requests at once, one task of ShardPartsPool each: the keys are
+// split by owner in one pass (PositionsByShard), then each task groups its
+// shard's keys (GroupShardKeys), merges a push's rows, and sends. Smaller
+// calls build them one after another, on the caller's thread: waking a
+// helper costs more than grouping a few thousand keys.
+constexpr size_t kAtOnceMinKeys = size_t{1} << 13;
+
+bool BuildsAtOnce(size_t keys, uint32_t shards) {
+  return shards >= 2 && keys >= kAtOnceMinKeys;
+}
+
+// The pool the process's clients build large sparse calls on: min(cores,
+// 4) threads, the caller one of them, made on first use. One per process,
+// not per client, so that a process with hundreds of clients (the load
+// generator) does not start threads for each; it is not the shards' pool
+// (TaskPool::Shared), so building a call never waits on a shard's apply.
+TaskPool& ShardPartsPool() {
+  static TaskPool* const pool = new TaskPool(TaskPool::AutoThreads());
+  return *pool;
+}
+
+// One sparse call's keys grouped by shard, built as BuildsAtOnce says: at
+// once, on ShardPartsPool, or one shard after another on the caller's
+// thread. Thread-compatible; Build runs its tasks as described there.
+class ShardParts {
+ public:
+  // `keys` must outlive this object.
+  ShardParts(absl::Span<const uint64_t> keys, const OwnershipMap& map,
+             bool at_once)
+      : keys_(keys), at_once_(at_once) {
+    if (at_once_) {
+      positions_ = PositionsByShard(keys, map);
+      groups_.resize(positions_.size());
+      for (const auto& p : positions_) calls_ += p.empty() ? 0 : 1;
+    } else {
+      groups_ = GroupKeysByShard(keys, map);
+      for (const ShardKeys& g : groups_) calls_ += g.keys.empty() ? 0 : 1;
+    }
+  }
+
+  bool at_once() const { return at_once_; }
+  // Shards the call has keys for: one request each.
+  size_t calls() const { return calls_; }
+  // Indexed by shard. Built at once, a shard's group is empty until Build
+  // has grouped it (just before build(s) runs); otherwise final already.
+  const std::vector<ShardKeys>& groups() const { return groups_; }
+
+  // Runs build(s) once for each shard with keys, with groups()[s] final.
+  // At once: on tasks of ShardPartsPool, for different shards at the same
+  // time (task s writes only groups()[s]); else in shard order, here.
+  template <typename BuildFn>
+  void Build(BuildFn build) {
+    if (!at_once_) {
+      for (uint32_t s = 0; s < groups_.size(); ++s) {
+        if (!groups_[s].keys.empty()) build(s);
+      }
+      return;
+    }
+    ShardPartsPool().Run(groups_.size(), [&](size_t task) {
+      const uint32_t s = static_cast<uint32_t>(task);
+      if (positions_[s].empty()) return;
+      groups_[s] = GroupShardKeys(keys_, positions_[s]);
+      build(s);
+    });
+  }
+
+ private:
+  absl::Span<const uint64_t> keys_;
+  bool at_once_;
+  std::vector<ShardKeys> groups_;
+  std::vector<std::vector<uint32_t>> positions_;  // built at once only
+  size_t calls_ = 0;
+};
 
 }  // namespace
 
@@ -112,17 +191,19 @@ absl::StatusOr<PullInfo> ClientCore::PullSparse(
   if (with_versions) state->row_versions.assign(keys.size(), 0);
 
   const absl::Time start = absl::Now();
-  const std::vector<ShardKeys> groups =
-      GroupKeysByShard(keys, *(*meta)->ownership);
+  const OwnershipMap& ownership = *(*meta)->ownership;
+  ShardParts parts(keys, ownership,
+                   BuildsAtOnce(keys.size(), ownership.num_shards()));
+  const std::vector<ShardKeys>& groups = parts.groups();
   const uint32_t dim = config.dim;
-  size_t calls = 0;
-  for (const ShardKeys& g : groups) calls += g.keys.empty() ? 0 : 1;
   auto fan = std::make_shared<FanIn>(
-      calls, [state](absl::Status s) { state->done.set_value(s); });
+      parts.calls(), [state](absl::Status s) { state->done.set_value(s); });
   const std::string name(table);
   std::shared_ptr<TableCompression> compression = CompressionOf(name);
-  for (uint32_t s = 0; s < groups.size(); ++s) {
-    if (groups[s].keys.empty()) continue;
+  const uint64_t pull_clock = ClockOf(name);
+  // Sends shard s's request (groups[s] final); maybe for several shards at
+  // once: each answer lands in its own keys' rows only.
+  parts.Build([&](uint32_t s) {
     const ShardKeys* group = &groups[s];
     const size_t row_bytes = size_t{dim} * sizeof(float);
     // A raw answer is copied once, by the transport, from the received
@@ -138,7 +219,7 @@ absl::StatusOr<PullInfo> ClientCore::PullSparse(
     request.set_table(name);
     PackInto<uint64_t>(groups[s].keys, request.mutable_keys());
     request.set_worker_id(options_.worker_id);
-    request.set_clock(ClockOf(name));
+    request.set_clock(pull_clock);
     request.set_with_row_versions(with_versions);
     request.set_ownership_epoch((*meta)->ownership->epoch());
     if (compression->config().pull != CodecKind::kNone) {
@@ -203,7 +284,7 @@ absl::StatusOr<PullInfo> ClientCore::PullSparse(
           }
           fan->Report(absl::OkStatus());
         });
-  }
+  });
   absl::Status status = state->done.get_future().get();
   if (!status.ok()) return status;
   absl::MutexLock lock(&state->mu);
@@ -244,8 +325,6 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
   }
 
   EnsureLeases();
-  const std::vector<ShardKeys> groups =
-      GroupKeysByShard(keys, *(*meta)->ownership);
   // Row versions of the basis pull go back with the push: per-row tau.
   std::shared_ptr<const RowVersionBasis> last_rows;
   absl::Span<const uint64_t> pulled_keys, pulled_versions;
@@ -261,21 +340,9 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
         "basis.row_keys and basis.row_versions differ in length");
   }
   const bool with_rows = !pulled_versions.empty();
-  std::vector<std::vector<uint64_t>> row_bases;
-  if (with_rows) {
-    row_bases = RowBasesByShard(groups, keys, pulled_keys, pulled_versions);
-    state->result.row_taus.assign(keys.size(), kUnknownRowVersion);
-  }
-  size_t calls = 0;
-  for (const ShardKeys& g : groups) calls += g.keys.empty() ? 0 : 1;
-  auto fan = std::make_shared<FanIn>(
-      calls, [state](absl::Status s) { state->done.set_value(s); });
-  const v1::PushOrigin origin = NextOrigin();
   std::shared_ptr<TableCompression> compression = CompressionOf(name);
   const bool compress_push =
       compression->config().push.codec != CodecKind::kNone;
-  const uint64_t push_index =
-      compress_push ? compression->NextPushIndex() : 0;
   // Encoded: each shard measures what it decodes; no clipping: not needed.
   const bool want_norm = !compress_push && config.staleness.clip_norm > 0.0f;
   // Uncompressed rows without a norm to share need nothing from the other
@@ -285,6 +352,24 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
   // refusal of the encoder sends nothing and every shard gets the push's
   // whole norm.
   const bool send_each = !compress_push && !want_norm;
+  // A large push of that kind builds its shards' parts at once
+  // (kAtOnceMinKeys).
+  const OwnershipMap& ownership = *(*meta)->ownership;
+  ShardParts parts(keys, ownership,
+                   send_each &&
+                       BuildsAtOnce(keys.size(), ownership.num_shards()));
+  const std::vector<ShardKeys>& groups = parts.groups();
+  std::optional<RowBasisLookup> row_basis;
+  if (with_rows) {
+    row_basis.emplace(keys, pulled_keys, pulled_versions);
+    state->result.row_taus.assign(keys.size(), kUnknownRowVersion);
+  }
+  auto fan = std::make_shared<FanIn>(
+      parts.calls(), [state](absl::Status s) { state->done.set_value(s); });
+  const v1::PushOrigin origin = NextOrigin();
+  const uint64_t push_index =
+      compress_push ? compression->NextPushIndex() : 0;
+  const uint64_t push_clock = ClockOf(name);
   const auto on_answer = [this, &groups, state, with_rows, &name](
                              uint32_t s, v1::PushResponse* response) {
     NoteAnswer(s, response->server_incarnation(), name, response->new_version());
@@ -326,46 +411,57 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
     PackInto<uint64_t>(groups[s].keys, request.mutable_keys());
     *request.mutable_origin() = origin;
     request.set_base_version(base[s]);
-    request.set_clock(ClockOf(name));
+    request.set_clock(push_clock);
     request.set_push_norm_sq(norm_sq);
     request.set_ownership_epoch((*meta)->ownership->epoch());
     if (with_rows) {
-      PackInto<uint64_t>(row_bases[s], request.mutable_row_base_versions());
+      PackInto<uint64_t>(row_basis->BasesOf(groups[s]),
+                         request.mutable_row_base_versions());
       request.set_return_row_taus(true);
     }
   };
   // Uncompressed rows are merged straight into the request's bytes;
   // compressed ones into a scratch buffer first.
-  std::vector<std::vector<v1::PushSparseRequest>> by_shard(groups.size());
-  std::vector<float> scratch;
-  for (uint32_t s = 0; s < groups.size(); ++s) {
-    if (groups[s].keys.empty()) continue;
+  const auto merge_raw = [&](uint32_t s, v1::PushSparseRequest& request) {
+    std::string* bytes = request.mutable_gradients();
     const size_t floats = groups[s].keys.size() * config.dim;
-    v1::PushSparseRequest& request = by_shard[s].emplace_back();
-    if (compress_push) {
-      scratch.resize(floats);
-      MergeShardGradients(groups[s], gradients, config.dim,
-                          absl::MakeSpan(scratch));
-      absl::Status encoded = compression->EncodeRows(
-          scratch, config.dim, push_index, request.mutable_gradients());
-      if (!encoded.ok()) return encoded;
-      request.set_encoded(true);
-    } else {
-      std::string* bytes = request.mutable_gradients();
-      bytes->resize(floats * sizeof(float));
-      const absl::Span<float> rows(reinterpret_cast<float*>(bytes->data()),
-                                   floats);
-      MergeShardGradients(groups[s], gradients, config.dim, rows);
-      if (want_norm) norm_sq += SquaredNorm(rows);
-    }
-    if (send_each) {
-      fill_header(s, request);
-      SendShardPush<v1::PushSparseRequest>(s, std::move(by_shard[s]),
-                                           on_answer, fan);
-    }
-  }
-  if (!send_each) {
+    bytes->resize(floats * sizeof(float));
+    const absl::Span<float> rows(reinterpret_cast<float*>(bytes->data()),
+                                 floats);
+    MergeShardGradients(groups[s], gradients, config.dim, rows);
+    return rows;
+  };
+  if (send_each) {
+    // Each shard's request goes out as soon as it is built; maybe several
+    // at once (ShardParts).
+    parts.Build([&](uint32_t s) {
+      std::vector<v1::PushSparseRequest> part(1);
+      merge_raw(s, part.front());
+      fill_header(s, part.front());
+      SendShardPush<v1::PushSparseRequest>(s, std::move(part), on_answer, fan);
+    });
+  } else {
+    std::vector<std::vector<v1::PushSparseRequest>> by_shard(groups.size());
+    std::vector<float> scratch;
     for (uint32_t s = 0; s < groups.size(); ++s) {
+      if (groups[s].keys.empty()) continue;
+      const size_t floats = groups[s].keys.size() * config.dim;
+      v1::PushSparseRequest& request = by_shard[s].emplace_back();
+      if (compress_push) {
+        scratch.resize(floats);
+        MergeShardGradients(groups[s], gradients, config.dim,
+                            absl::MakeSpan(scratch));
+        absl::Status encoded = compression->EncodeRows(
+            scratch, config.dim, push_index, request.mutable_gradients());
+        if (!encoded.ok()) return encoded;
+        request.set_encoded(true);
+      } else {
+        norm_sq += SquaredNorm(merge_raw(s, request));
+      }
+    }
+    // Every request built, and the norm complete: the headers, then all
+    // at once.
+    for (uint32_t s = 0; s < by_shard.size(); ++s) {
       if (!by_shard[s].empty()) fill_header(s, by_shard[s].front());
     }
     SendPush<v1::PushSparseRequest>(std::move(by_shard), on_answer, fan);

@@ -19,7 +19,10 @@
 //
 // Thread-safety: a Client is safe to use from many threads at once. Spans
 // passed to the *Async forms must stay valid until the future is ready, and
-// every future must be ready before the Client is destroyed.
+// every future must be ready before the Client is destroyed. A sparse pull or
+// push of 8,192 keys or more to several shards builds its shards' requests
+// on a pool of up to 3 helper threads, made on first use and shared by every
+// Client of the process.
 //
 // Consistency: on sync, semi_sync and ssp tables a pull waits (up to
 // call_timeout) until the table's policy lets this worker's clock read; call

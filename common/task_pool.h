@@ -1,10 +1,13 @@
-// ApplyPool: a small fixed set of threads that share the element-wise work
-// of one large apply (or pull) with the thread that asked for it.
+// TaskPool: a small fixed set of threads that share the work of one large
+// call with the thread that made it.
 //
-// The partition's ordered path still decides when a push applies and holds
-// its lock for the whole of it; the pool only decides which cores touch
-// which elements. Every optimizer rule is element-wise, so cutting a run
-// into tasks gives the same bits as one serial call (optimizer.h).
+// Users: a shard's apply, finite check and pull of a large request
+// (DenseTable, SparseTable: the partition's ordered path still decides when
+// a push applies and holds its lock for the whole of it; the pool only
+// decides which cores touch which elements, and every optimizer rule is
+// element-wise, so the bits are those of one serial call), and the client's
+// sparse push, whose shards' parts are grouped and merged at once
+// (ClientCore::PushSparse).
 //
 // Run(tasks, fn) calls fn(i) once for each i < tasks and returns when all
 // have finished. The caller takes tasks itself, so a call always makes
@@ -15,8 +18,8 @@
 // Thread-safe: any number of threads may call Run at once (several
 // partitions apply at the same time); fn must be safe to call concurrently
 // for different i. fn must not call Run on the same pool.
-#ifndef TAUPS_SERVER_APPLY_POOL_H_
-#define TAUPS_SERVER_APPLY_POOL_H_
+#ifndef TAUPS_COMMON_TASK_POOL_H_
+#define TAUPS_COMMON_TASK_POOL_H_
 
 #include <cstddef>
 #include <deque>
@@ -28,14 +31,14 @@
 
 namespace taups {
 
-class ApplyPool {
+class TaskPool {
  public:
   // `threads` cores share a call (the caller counts as one): threads - 1
   // helpers are started. Values below 1 mean 1 (no helper; Run is serial).
-  explicit ApplyPool(int threads);
-  ApplyPool(const ApplyPool&) = delete;
-  ApplyPool& operator=(const ApplyPool&) = delete;
-  ~ApplyPool();  // joins the helpers; no Run may be in flight
+  explicit TaskPool(int threads);
+  TaskPool(const TaskPool&) = delete;
+  TaskPool& operator=(const TaskPool&) = delete;
+  ~TaskPool();  // joins the helpers; no Run may be in flight
 
   int threads() const { return static_cast<int>(helpers_.size()) + 1; }
 
@@ -43,9 +46,10 @@ class ApplyPool {
 
   // min(hardware threads, 4): what --apply_threads=0 means.
   static int AutoThreads();
-  // The process's pool (one per shard process), made on first use with
-  // the size set by SetSharedThreads, or AutoThreads() when never set.
-  static ApplyPool& Shared();
+  // The shards' pool (one per shard process; shards started in one process
+  // share it), made on first use with the size set by SetSharedThreads, or
+  // AutoThreads() when never set. Clients do not use it (ClientPool).
+  static TaskPool& Shared();
   // Sizes the shared pool; `threads` 0 = AutoThreads(). Only before the
   // first Shared() (ps_server calls it while reading its flags); false,
   // and nothing changed, afterwards.
@@ -67,4 +71,4 @@ class ApplyPool {
 
 }  // namespace taups
 
-#endif  // TAUPS_SERVER_APPLY_POOL_H_
+#endif  // TAUPS_COMMON_TASK_POOL_H_

@@ -1,4 +1,4 @@
-#include "server/apply_pool.h"
+#include "common/task_pool.h"
 
 #include <algorithm>
 #include <atomic>
@@ -7,7 +7,7 @@ namespace taups {
 
 // One Run call, on its caller's stack. Lives until the caller has taken
 // back its unclaimed queue entries and no helper works on it any more.
-struct ApplyPool::Job {
+struct TaskPool::Job {
   Job(size_t tasks, absl::FunctionRef<void(size_t)> fn) : tasks(tasks), fn(fn) {}
   const size_t tasks;
   const absl::FunctionRef<void(size_t)> fn;
@@ -16,13 +16,13 @@ struct ApplyPool::Job {
   absl::CondVar idle;
 };
 
-ApplyPool::ApplyPool(int threads) {
+TaskPool::TaskPool(int threads) {
   const int helpers = std::max(threads, 1) - 1;
   helpers_.reserve(helpers);
   for (int i = 0; i < helpers; ++i) helpers_.emplace_back([this] { HelperLoop(); });
 }
 
-ApplyPool::~ApplyPool() {
+TaskPool::~TaskPool() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -31,14 +31,14 @@ ApplyPool::~ApplyPool() {
   for (std::thread& helper : helpers_) helper.join();
 }
 
-void ApplyPool::Work(Job& job) {
+void TaskPool::Work(Job& job) {
   for (size_t i = job.next.fetch_add(1, std::memory_order_relaxed);
        i < job.tasks; i = job.next.fetch_add(1, std::memory_order_relaxed)) {
     job.fn(i);
   }
 }
 
-void ApplyPool::HelperLoop() {
+void TaskPool::HelperLoop() {
   absl::MutexLock lock(&mu_);
   while (true) {
     while (!stopping_ && queue_.empty()) wake_.Wait(&mu_);
@@ -53,7 +53,7 @@ void ApplyPool::HelperLoop() {
   }
 }
 
-void ApplyPool::Run(size_t tasks, absl::FunctionRef<void(size_t)> fn) {
+void TaskPool::Run(size_t tasks, absl::FunctionRef<void(size_t)> fn) {
   const size_t wanted = std::min(helpers_.size(), tasks > 0 ? tasks - 1 : 0);
   if (wanted == 0) {
     for (size_t i = 0; i < tasks; ++i) fn(i);
@@ -77,7 +77,7 @@ void ApplyPool::Run(size_t tasks, absl::FunctionRef<void(size_t)> fn) {
   while (job.working > 0) job.idle.Wait(&mu_);
 }
 
-int ApplyPool::AutoThreads() {
+int TaskPool::AutoThreads() {
   const unsigned hardware = std::thread::hardware_concurrency();
   return static_cast<int>(std::clamp(hardware, 1u, 4u));
 }
@@ -90,16 +90,16 @@ bool shared_made ABSL_GUARDED_BY(shared_mu) = false;
 
 }  // namespace
 
-ApplyPool& ApplyPool::Shared() {
-  static ApplyPool* const pool = [] {
+TaskPool& TaskPool::Shared() {
+  static TaskPool* const pool = [] {
     absl::MutexLock lock(&shared_mu);
     shared_made = true;
-    return new ApplyPool(shared_threads > 0 ? shared_threads : AutoThreads());
+    return new TaskPool(shared_threads > 0 ? shared_threads : AutoThreads());
   }();
   return *pool;
 }
 
-bool ApplyPool::SetSharedThreads(int threads) {
+bool TaskPool::SetSharedThreads(int threads) {
   absl::MutexLock lock(&shared_mu);
   if (shared_made) return false;
   shared_threads = std::max(threads, 0);
