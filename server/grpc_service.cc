@@ -301,17 +301,21 @@ grpc::ServerUnaryReactor* ParameterServerService::PullSparse(
 grpc::ServerUnaryReactor* ParameterServerService::PushSparse(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  // The keys (an eighth of a dim-16 push) are left to protobuf.
+  // The keys (an eighth of a dim-16 push) are left to protobuf. Rows
+  // gathered from several slices have their max |g| measured in the copy's
+  // loop, as a dense push's (an encoded push ignores the figure).
   return RawPush<v1::PushSparseRequest>(
       context, request, response,
-      v1::PushSparseRequest::kGradientsFieldNumber, PayloadMeasure::kNothing,
+      v1::PushSparseRequest::kGradientsFieldNumber,
+      PayloadMeasure::kFloatMaxAbs,
       [&](const v1::PushSparseRequest& header) {
         return Allow(context, Rpc::kPushSparse, header.origin().worker_id());
       },
       [&](const v1::PushSparseRequest& header,
           const std::shared_ptr<ReceivedPayload>& gradients,
           v1::PushResponse* answer) {
-        return calls_.PushSparse(header, gradients->bytes(), answer);
+        return calls_.PushSparse(header, gradients->bytes(), answer,
+                                 gradients->max_abs());
       });
 }
 

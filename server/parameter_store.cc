@@ -539,7 +539,7 @@ absl::StatusOr<PullResult> ParameterStore::PullSparse(
 
 absl::StatusOr<PushOutcome> ParameterStore::PushSparse(
     absl::string_view table, absl::Span<const uint64_t> keys,
-    absl::Span<const float> gradients, const PushMeta& meta) {
+    absl::Span<const float> gradients, const PushMeta& meta, float max_abs) {
   RETURN_IF_ERROR(CheckOwnershipEpoch(meta.ownership_epoch));
   RETURN_IF_ERROR(CheckWorkerId(meta.origin.worker_id, limits_));
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
@@ -557,7 +557,8 @@ absl::StatusOr<PushOutcome> ParameterStore::PushSparse(
         "table '", table, "': ", meta.row_base_versions.size(),
         " row base versions for ", keys.size(), " keys"));
   }
-  ASSIGN_OR_RETURN(const float max_abs, CheckFinite(table, gradients));
+  ASSIGN_OR_RETURN(const float checked_max_abs,
+                   CheckFinite(table, gradients, max_abs));
   RETURN_IF_ERROR(Admit(*entry, meta.origin.worker_id, 0));
   PushMeta whole = meta;
   whole.slices = 1;
@@ -565,7 +566,7 @@ absl::StatusOr<PushOutcome> ParameterStore::PushSparse(
   GradientPart part;
   part.keys = keys;
   part.values = gradients;
-  part.max_abs = max_abs;
+  part.max_abs = checked_max_abs;
   if (!row_tau) return PushSliceTo(*entry, whole, part);
 
   std::vector<uint64_t> taus(keys.size(), 0);

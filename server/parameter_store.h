@@ -257,11 +257,13 @@ class ParameterStore {
   // meta.row_base_versions, the outcome's row_tau / row_taus hold per-row
   // tau: measured atomically with the update when the push applies at once
   // (async, ssp), at arrival for sync / semi-sync (whose steps apply
-  // later), and from the rows as they are for a refused push.
+  // later), and from the rows as they are for a refused push. `max_abs`
+  // is PushDense's.
   absl::StatusOr<PushOutcome> PushSparse(absl::string_view table,
                                          absl::Span<const uint64_t> keys,
                                          absl::Span<const float> gradients,
-                                         const PushMeta& meta);
+                                         const PushMeta& meta,
+                                         float max_abs = -1.0f);
 
   // A slice of a push was refused before it reached the table (e.g. a
   // malformed encoded block): the push's other slices are refused too.

@@ -259,7 +259,8 @@ absl::Status ShardCalls::PushSparse(const v1::PushSparseRequest& request,
 
 absl::Status ShardCalls::PushSparse(const v1::PushSparseRequest& request,
                                     absl::string_view gradient_bytes,
-                                    v1::PushResponse* response) {
+                                    v1::PushResponse* response,
+                                    float bytes_max_abs) {
   absl::ReaderMutexLock gate(&gate_);
   RETURN_IF_ERROR(store_->CheckOwnershipEpoch(request.ownership_epoch()));
   std::vector<uint64_t> key_copy, base_copy;
@@ -282,8 +283,10 @@ absl::Status ShardCalls::PushSparse(const v1::PushSparseRequest& request,
   if (!row_bases.ok()) return row_bases.status();
   PushMeta meta = PushMetaOf(request, 1, 0);
   meta.row_base_versions = *row_bases;
+  // A decoded gradient's floats are not the bytes that were measured.
   absl::StatusOr<PushOutcome> outcome =
-      store_->PushSparse(request.table(), *keys, *gradients, meta);
+      store_->PushSparse(request.table(), *keys, *gradients, meta,
+                         request.encoded() ? -1.0f : bytes_max_abs);
   if (!outcome.ok()) return outcome.status();
   traffic_.CountPush(request.table(), gradients->size() * sizeof(float),
                      gradient_bytes.size(), request.encoded());

@@ -111,10 +111,11 @@ class ShardCalls {
   // The same push with its gradients' bytes given apart from the message
   // (whose own `gradients` is then ignored), as PushDense's: for an edge
   // that reads them from the received buffers. `gradient_bytes` need only
-  // stay valid for the call.
+  // stay valid for the call; `bytes_max_abs` is PushDense's.
   absl::Status PushSparse(const v1::PushSparseRequest& request,
                           absl::string_view gradient_bytes,
-                          v1::PushResponse* response);
+                          v1::PushResponse* response,
+                          float bytes_max_abs = -1.0f);
   absl::Status Register(const v1::RegisterRequest& request,
                         v1::RegisterResponse* response);
   absl::Status Heartbeat(const v1::HeartbeatRequest& request,

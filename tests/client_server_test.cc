@@ -267,6 +267,37 @@ TEST_CASE("wrong sizes and unknown tables fail before anything is sent") {
           absl::StatusCode::kAlreadyExists);
 }
 
+TEST_CASE("a large sparse push with a NaN or Inf anywhere is refused whole") {
+  // 20,000 rows x 16 floats arrive in many HTTP/2 frames, so the shard
+  // gathers them and measures max |g| in the copy's loop; the bad value sits
+  // in a later frame than the first, and nothing may be applied.
+  Cluster cluster(1);
+  auto client = cluster.Connect(0);
+  constexpr uint32_t kDim = 16;
+  REQUIRE(client->CreateTable(Sgd(TableConfig::Sparse("emb", kDim), 1.0f)).ok());
+  std::vector<uint64_t> keys(20000);
+  std::iota(keys.begin(), keys.end(), uint64_t{1});
+  std::vector<float> before(keys.size() * kDim);
+  REQUIRE(client->PullSparse("emb", keys, absl::MakeSpan(before)).ok());
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(),
+                          std::numeric_limits<float>::infinity()}) {
+    std::vector<float> grads(keys.size() * kDim, 0.25f);
+    grads[grads.size() - 3] = bad;
+    auto pushed = client->PushSparse("emb", keys, grads);
+    REQUIRE_FALSE(pushed.ok());
+    REQUIRE(pushed.status().code() == absl::StatusCode::kInvalidArgument);
+    std::vector<float> after(keys.size() * kDim);
+    REQUIRE(client->PullSparse("emb", keys, absl::MakeSpan(after)).ok());
+    REQUIRE(after == before);
+  }
+  // The same push without the bad value applies.
+  const std::vector<float> grads(keys.size() * kDim, 0.25f);
+  REQUIRE(client->PushSparse("emb", keys, grads).ok());
+  std::vector<float> after(keys.size() * kDim);
+  REQUIRE(client->PullSparse("emb", keys, absl::MakeSpan(after)).ok());
+  REQUIRE(after[0] == before[0] - 0.25f);
+}
+
 TEST_CASE("the server maps bad bytes to INVALID_ARGUMENT and changes nothing") {
   Cluster cluster(1);
   auto client = cluster.Connect(0);
