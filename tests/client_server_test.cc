@@ -115,13 +115,11 @@ TEST_CASE("sparse rows route to shards, duplicates are merged") {
 }
 
 TEST_CASE("a large sparse call builds its shards' parts at once, exactly") {
-  // 30,000 keys take the client's paths that build a call on several
-  // threads (worker/src/shard_parts.h): over 3 shards each shard's part on
-  // a task of its own; on 1 shard the keys grouped and merged in lanes. The
-  // expected rows come from pulls of a few keys at a time (built in order,
-  // on the caller's thread) and sums made here.
-  const int shards = GENERATE(1, 3);
-  Cluster cluster(shards);
+  // 30,000 keys over 3 shards take the client's path that groups, merges and
+  // sends each shard's part on a task of its own (worker/src/sparse_ops.cc,
+  // kAtOnceMinKeys); the expected rows come from pulls of a few keys at a
+  // time (the one-after-another path) and sums made here.
+  Cluster cluster(3);
   auto client = cluster.Connect(0);
   constexpr uint32_t kDim = 8;
   constexpr float kLr = 0.5f;

@@ -4,14 +4,12 @@
 // random shard layouts (also with moved buckets) and gradients that include
 // -0.0, infinities, NaNs and subnormals. Groups must be equal element for
 // element and every merged float equal bit for bit.
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -147,80 +145,6 @@ TEST_CASE("shards grouped apart on threads of their own group the same") {
     for (uint32_t s = 0; s < shards; ++s) {
       REQUIRE(apart[s].keys == expected[s].keys);
       REQUIRE(apart[s].positions == expected[s].positions);
-    }
-  }
-}
-
-// One shard's group joined from `lanes` lanes, as ShardParts joins them.
-ShardKeys JoinedLanes(const std::vector<uint64_t>& keys, uint32_t lanes) {
-  std::vector<ShardKeys> lane_groups;
-  size_t total_keys = 0, total_positions = 0;
-  for (uint32_t lane = 0; lane < lanes; ++lane) {
-    lane_groups.push_back(GroupLane(keys, lane, lanes));
-    total_keys += lane_groups.back().keys.size();
-    total_positions += lane_groups.back().positions.size();
-  }
-  ShardKeys joined;
-  joined.keys.resize(total_keys);
-  joined.positions.resize(total_positions);
-  size_t key_offset = 0, position_offset = 0;
-  for (const ShardKeys& lane : lane_groups) {
-    PlaceLane(lane, static_cast<uint32_t>(key_offset), position_offset, &joined);
-    key_offset += lane.keys.size();
-    position_offset += lane.positions.size();
-  }
-  return joined;
-}
-
-TEST_CASE("one shard's keys grouped in lanes and joined merge the same rows") {
-  // The joined group holds the keys in lane order, not first-seen order:
-  // compared with the reference key by key, through each key's row.
-  std::mt19937_64 rng(41);
-  for (int round = 0; round < 200; ++round) {
-    const uint32_t lanes = round % 2 == 0 ? 2 : 4;
-    std::vector<uint64_t> keys(rng() % 3 == 0 ? rng() % 20 : rng() % 6000);
-    const uint64_t space = uint64_t{1} << (1 + rng() % 30);
-    for (uint64_t& k : keys) k = rng() % space;
-    const ShardKeys expected =
-        reference::GroupKeysByShard(keys, OwnershipMap::Initial(1))[0];
-    const ShardKeys joined = JoinedLanes(keys, lanes);
-    REQUIRE(joined.keys.size() == expected.keys.size());
-    REQUIRE(joined.positions.size() == keys.size());
-    // Every request position once, naming its own key; every key index
-    // first appears after the smaller ones (what merge and landing need).
-    std::vector<int> seen(keys.size(), 0);
-    uint32_t next_new = 0;
-    for (const auto& [request_index, key_index] : joined.positions) {
-      ++seen[request_index];
-      REQUIRE(joined.keys[key_index] == keys[request_index]);
-      REQUIRE(key_index <= next_new);
-      if (key_index == next_new) ++next_new;
-    }
-    REQUIRE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
-    // A key's lane is the same for every copy of it: the joined keys are
-    // distinct.
-    std::vector<uint64_t> sorted = joined.keys;
-    std::sort(sorted.begin(), sorted.end());
-    REQUIRE(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
-
-    const uint32_t dim = 1 + static_cast<uint32_t>(rng() % 20);
-    std::vector<float> gradients(keys.size() * dim);
-    for (float& g : gradients) g = RandomGradient(rng);
-    const std::vector<float> want =
-        reference::MergeSparseGradients({expected}, gradients, dim)[0];
-    std::vector<float> got(joined.keys.size() * dim,
-                           std::numeric_limits<float>::quiet_NaN());
-    MergeShardGradients(joined, gradients, dim, absl::MakeSpan(got));
-    std::unordered_map<uint64_t, size_t> expected_index;
-    for (size_t k = 0; k < expected.keys.size(); ++k) {
-      expected_index[expected.keys[k]] = k;
-    }
-    for (size_t k = 0; k < joined.keys.size(); ++k) {
-      const size_t e = expected_index.at(joined.keys[k]);
-      REQUIRE(SameBits(std::vector<float>(got.begin() + k * dim,
-                                          got.begin() + (k + 1) * dim),
-                       std::vector<float>(want.begin() + e * dim,
-                                          want.begin() + (e + 1) * dim)));
     }
   }
 }

@@ -47,9 +47,6 @@ constexpr size_t kPrefetchAhead = 64;
 // Groups the keys at request positions index_at(0 .. n-1) (ascending) by
 // owner_of(key) into `groups`: keys in first-seen order, positions in
 // request order (see ShardKeys).
-// owner_of may return kNotHere for a key that none of `groups` takes.
-constexpr uint32_t kNotHere = ~uint32_t{0};
-
 template <typename IndexAt, typename OwnerOf>
 void Group(absl::Span<const uint64_t> keys, size_t n, IndexAt index_at,
            OwnerOf owner_of, StampedKeyTable& index, ShardKeys* groups) {
@@ -60,9 +57,7 @@ void Group(absl::Span<const uint64_t> keys, size_t n, IndexAt index_at,
   for (size_t j = 0; j < n; ++j) {
     if (j + kPrefetchAhead < n) index.Prefetch(keys[index_at(j + kPrefetchAhead)]);
     const uint32_t i = index_at(j);
-    const uint32_t owner = owner_of(keys[i]);
-    if (owner == kNotHere) continue;
-    ShardKeys& group = groups[owner];
+    ShardKeys& group = groups[owner_of(keys[i])];
     bool added = false;
     const uint32_t k = index.FindOrAdd(
         keys[i], static_cast<uint32_t>(group.keys.size()), &added);
@@ -178,42 +173,6 @@ ShardKeys GroupShardKeys(absl::Span<const uint64_t> keys,
           [](uint64_t) { return 0u; }, index, &group);
   });
   return group;
-}
-
-uint32_t LaneOf(uint64_t key, uint32_t lanes) {
-  // Middle bits of a multiplicative hash: OwnershipMap uses MixKey, and
-  // StampedKeyTable the product's top bits, so a lane's keys still spread
-  // over its table and over every owner.
-  return static_cast<uint32_t>((key * 0xD6E8FEB86659FD93ull) >> 29) &
-         (lanes - 1);
-}
-
-ShardKeys GroupLane(absl::Span<const uint64_t> keys, uint32_t lane,
-                    uint32_t lanes) {
-  ShardKeys group;
-  if (keys.empty()) return group;
-  const size_t share = keys.size() / lanes;
-  group.keys.reserve(share + share / 4);
-  group.positions.reserve(share + share / 4);
-  // The table has room for every key: one lane may hold all of them.
-  WithKeyTable(keys.size(), [&](StampedKeyTable& index) {
-    Group(keys, keys.size(), Identity,
-          [lane, lanes](uint64_t key) {
-            return LaneOf(key, lanes) == lane ? 0u : kNotHere;
-          },
-          index, &group);
-  });
-  return group;
-}
-
-void PlaceLane(const ShardKeys& lane, uint32_t key_offset,
-               size_t position_offset, ShardKeys* joined) {
-  std::copy(lane.keys.begin(), lane.keys.end(),
-            joined->keys.begin() + key_offset);
-  auto* out = joined->positions.data() + position_offset;
-  for (const auto& [request_index, key_index] : lane.positions) {
-    *out++ = {request_index, key_index + key_offset};
-  }
 }
 
 void MergeShardGradients(const ShardKeys& group,

@@ -42,12 +42,8 @@ inline std::vector<DenseSlice> PlanDenseSlices(uint64_t size,
 // Keys of one request for one shard.
 struct ShardKeys {
   std::vector<uint64_t> keys;  // unique, in first-seen order
-  // For each key position i of the request routed here, the index into
-  // `keys` it reads or adds to (positions[j] = {request index, key index}),
-  // in request order; a group joined from lanes (PlaceLane) holds them lane
-  // after lane, each lane in request order. Either way each key index
-  // first appears after every smaller one has, which MergeShardGradients
-  // and a pull's landing rely on.
+  // For pulls: for each key position i of the request routed here, the
+  // index into `keys` it reads (positions[j] = {request index, key index}).
   std::vector<std::pair<uint32_t, uint32_t>> positions;
 };
 
@@ -68,23 +64,6 @@ std::vector<std::vector<uint32_t>> PositionsByShard(
     absl::Span<const uint64_t> keys, const OwnershipMap& map);
 ShardKeys GroupShardKeys(absl::Span<const uint64_t> keys,
                          absl::Span<const uint32_t> positions);
-
-// Lanes: the keys of a call that all go to one shard, split further by a
-// hash of the key (LaneOf: the same lane for every copy of a key, and
-// unrelated to the owner's hash), so that several threads can group them
-// at once. GroupLane(keys, lane, lanes) groups the keys whose lane is
-// `lane` as GroupShardKeys would group them alone (lanes: a power of two).
-// PlaceLane then writes one lane's group into `joined` (its keys and
-// positions already sized for every lane's), at `key_offset` (the keys of
-// the lanes before it) and `position_offset` (their positions), its key
-// indices shifted by key_offset; lanes may be placed by different threads
-// at once. The joined group is that shard's ShardKeys with its keys in
-// lane order.
-uint32_t LaneOf(uint64_t key, uint32_t lanes);
-ShardKeys GroupLane(absl::Span<const uint64_t> keys, uint32_t lane,
-                    uint32_t lanes);
-void PlaceLane(const ShardKeys& lane, uint32_t key_offset,
-               size_t position_offset, ShardKeys* joined);
 
 // Per-shard gradients for a push: gradients[i * dim ...] of request key i is
 // added into the row of its unique key. Returns one float vector per shard,

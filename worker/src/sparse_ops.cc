@@ -1,6 +1,7 @@
 // ClientCore's sparse-table calls: keys grouped by shard, duplicates fetched
 // once (pull) or summed (push), one RPC per shard in flight at once; a large
-// call builds its shards' requests on several threads (ShardParts).
+// call to several shards builds its shards' requests at once, on a shared
+// pool (kAtOnceMinKeys).
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -9,11 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/float_bytes.h"
 #include "common/row_copy.h"
+#include "common/task_pool.h"
 #include "common/vector_math.h"
 #include "common/wire_tensor.h"
 #include "proto/raw_payload.h"
 #include "worker/src/client_core.h"
-#include "worker/src/shard_parts.h"
 
 namespace taups {
 namespace {
@@ -58,6 +59,81 @@ void LandPulledRows(const ShardKeys& group, SparsePullCall::Pieces pieces,
     }
   }
 }
+
+// A sparse call of this many keys or more, to several shards, builds its
+// shards' requests at once, one task of ShardPartsPool each: the keys are
+// split by owner in one pass (PositionsByShard), then each task groups its
+// shard's keys (GroupShardKeys), merges a push's rows, and sends. Smaller
+// calls build them one after another, on the caller's thread: waking a
+// helper costs more than grouping a few thousand keys.
+constexpr size_t kAtOnceMinKeys = size_t{1} << 13;
+
+bool BuildsAtOnce(size_t keys, uint32_t shards) {
+  return shards >= 2 && keys >= kAtOnceMinKeys;
+}
+
+// The pool the process's clients build large sparse calls on: min(cores,
+// 4) threads, the caller one of them, made on first use. One per process,
+// not per client, so that a process with hundreds of clients (the load
+// generator) does not start threads for each; it is not the shards' pool
+// (TaskPool::Shared), so building a call never waits on a shard's apply.
+TaskPool& ShardPartsPool() {
+  static TaskPool* const pool = new TaskPool(TaskPool::AutoThreads());
+  return *pool;
+}
+
+// One sparse call's keys grouped by shard, built as BuildsAtOnce says: at
+// once, on ShardPartsPool, or one shard after another on the caller's
+// thread. Thread-compatible; Build runs its tasks as described there.
+class ShardParts {
+ public:
+  // `keys` must outlive this object.
+  ShardParts(absl::Span<const uint64_t> keys, const OwnershipMap& map,
+             bool at_once)
+      : keys_(keys), at_once_(at_once) {
+    if (at_once_) {
+      positions_ = PositionsByShard(keys, map);
+      groups_.resize(positions_.size());
+      for (const auto& p : positions_) calls_ += p.empty() ? 0 : 1;
+    } else {
+      groups_ = GroupKeysByShard(keys, map);
+      for (const ShardKeys& g : groups_) calls_ += g.keys.empty() ? 0 : 1;
+    }
+  }
+
+  bool at_once() const { return at_once_; }
+  // Shards the call has keys for: one request each.
+  size_t calls() const { return calls_; }
+  // Indexed by shard. Built at once, a shard's group is empty until Build
+  // has grouped it (just before build(s) runs); otherwise final already.
+  const std::vector<ShardKeys>& groups() const { return groups_; }
+
+  // Runs build(s) once for each shard with keys, with groups()[s] final.
+  // At once: on tasks of ShardPartsPool, for different shards at the same
+  // time (task s writes only groups()[s]); else in shard order, here.
+  template <typename BuildFn>
+  void Build(BuildFn build) {
+    if (!at_once_) {
+      for (uint32_t s = 0; s < groups_.size(); ++s) {
+        if (!groups_[s].keys.empty()) build(s);
+      }
+      return;
+    }
+    ShardPartsPool().Run(groups_.size(), [&](size_t task) {
+      const uint32_t s = static_cast<uint32_t>(task);
+      if (positions_[s].empty()) return;
+      groups_[s] = GroupShardKeys(keys_, positions_[s]);
+      build(s);
+    });
+  }
+
+ private:
+  absl::Span<const uint64_t> keys_;
+  bool at_once_;
+  std::vector<ShardKeys> groups_;
+  std::vector<std::vector<uint32_t>> positions_;  // built at once only
+  size_t calls_ = 0;
+};
 
 }  // namespace
 
@@ -116,7 +192,8 @@ absl::StatusOr<PullInfo> ClientCore::PullSparse(
 
   const absl::Time start = absl::Now();
   const OwnershipMap& ownership = *(*meta)->ownership;
-  ShardParts parts(keys, ownership, /*may_build_at_once=*/true);
+  ShardParts parts(keys, ownership,
+                   BuildsAtOnce(keys.size(), ownership.num_shards()));
   const std::vector<ShardKeys>& groups = parts.groups();
   const uint32_t dim = config.dim;
   auto fan = std::make_shared<FanIn>(
@@ -276,8 +353,11 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
   // whole norm.
   const bool send_each = !compress_push && !want_norm;
   // A large push of that kind builds its shards' parts at once
-  // (ShardParts).
-  ShardParts parts(keys, *(*meta)->ownership, /*may_build_at_once=*/send_each);
+  // (kAtOnceMinKeys).
+  const OwnershipMap& ownership = *(*meta)->ownership;
+  ShardParts parts(keys, ownership,
+                   send_each &&
+                       BuildsAtOnce(keys.size(), ownership.num_shards()));
   const std::vector<ShardKeys>& groups = parts.groups();
   std::optional<RowBasisLookup> row_basis;
   if (with_rows) {
@@ -348,19 +428,7 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
     bytes->resize(floats * sizeof(float));
     const absl::Span<float> rows(reinterpret_cast<float*>(bytes->data()),
                                  floats);
-    const absl::Span<const ShardParts::Lane> lanes = parts.lanes();
-    if (lanes.empty()) {
-      MergeShardGradients(groups[s], gradients, config.dim, rows);
-    } else {
-      // Each lane's rows, by a task of its own, into its part of the rows.
-      ShardPartsPool().Run(lanes.size(), [&](size_t l) {
-        const ShardKeys& lane = *lanes[l].group;
-        MergeShardGradients(
-            lane, gradients, config.dim,
-            rows.subspan(size_t{lanes[l].key_offset} * config.dim,
-                         lane.keys.size() * config.dim));
-      });
-    }
+    MergeShardGradients(groups[s], gradients, config.dim, rows);
     return rows;
   };
   if (send_each) {
