@@ -101,7 +101,6 @@ class ShardParts {
     }
   }
 
-  bool at_once() const { return at_once_; }
   // Shards the call has keys for: one request each.
   size_t calls() const { return calls_; }
   // Indexed by shard. Built at once, a shard's group is empty until Build
