@@ -23,9 +23,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -248,48 +250,52 @@ uint64_t ShardVersion(const FaultCluster& cluster, const std::string& table, uin
   return stats.ok() && stats->size() > s ? (*stats)[s].version : 0;
 }
 
-// A client of shard s alone (the other one may be stopped), made once per
-// hang so that each read below is one quick Stats call (connecting anew for
-// every read is slow enough under ASan to miss the pushes it looks for).
-std::unique_ptr<Client> ShardReader(const FaultCluster& cluster, uint32_t s) {
-  ClientOptions options;
-  options.servers = {absl::StrCat("127.0.0.1:", cluster.Port(s))};
-  options.register_worker = false;
-  options.max_attempts = 1;
-  auto client = Client::Connect(options);
-  REQUIRE(client.ok());
-  return *std::move(client);
+// The bytes that sit unread in the receive queues of the connections
+// accepted on 127.0.0.1:`port` (/proc/net/tcp and tcp6, established
+// sockets only): requests a stopped shard has not read yet.
+uint64_t UnreadBytesAt(int port) {
+  uint64_t unread = 0;
+  for (const char* path : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      // "sl local_address rem_address st tx_queue:rx_queue ..."
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues;
+      if (!(fields >> slot >> local >> remote >> state >> queues)) continue;
+      const size_t colon = local.rfind(':');
+      const size_t split = queues.find(':');
+      if (colon == std::string::npos || split == std::string::npos || state != "01") continue;
+      if (std::stoul(local.substr(colon + 1), nullptr, 16) != static_cast<unsigned long>(port)) {
+        continue;
+      }
+      unread += std::stoull(queues.substr(split + 1), nullptr, 16);
+    }
+  }
+  return unread;
 }
 
-// The pushes of `table` the reader's shard has received; nullopt while
-// unreadable.
-std::optional<uint64_t> ShardPushes(Client& reader, const std::string& table) {
-  auto stats = reader.Stats(table);
-  if (!stats.ok() || stats->empty()) return std::nullopt;
-  return (*stats)[0].pushes;
-}
-
-// SIGSTOPs `victim` for 20-100 ms (drawn) with a push on its way to it: one
-// the other shard received after the stop began, whose part for the victim
-// was sent then too and is still unanswered, so the restored shard refuses
-// it and the worker redoes it. Under sync a worker stopped in a pull from the
-// victim sends nothing (its next call after the restart is that pull, which
-// registers it again first); then the stop is lifted and tried again a few
-// ms later.
-void HangWithPushPending(FaultCluster& cluster, uint32_t victim, const std::string& table,
-                         std::mt19937_64& rng) {
-  const uint32_t other = 1 - victim;
-  std::unique_ptr<Client> reader = ShardReader(cluster, other);
+// SIGSTOPs `victim` for 20-100 ms (drawn) with a push on its way to it: at
+// least one push part's worth of bytes (the table's slots on one shard, 4
+// bytes each) waits unread in the stopped shard's sockets, so that push is
+// unanswered at the kill, the restored shard refuses it and the worker
+// redoes it. A worker stopped in a pull from the victim sends nothing (its
+// next call after the restart is that pull, which registers it again
+// first), and a push read before the stop may have been applied and
+// answered: then the stop is lifted and tried again a few ms later. (The
+// other shard's push count rising during the stop is not enough: the
+// victim may have applied that push's part just before it stopped.)
+void HangWithPushPending(FaultCluster& cluster, uint32_t victim, std::mt19937_64& rng) {
+  const uint64_t part_bytes = cluster.slots() * sizeof(float);
   for (int attempt = 0; attempt < 100; ++attempt) {
     cluster.StopShard(victim);
-    const std::optional<uint64_t> before = ShardPushes(*reader, table);
     const absl::Time until =
         absl::Now() + absl::Milliseconds(std::uniform_int_distribution<int>(20, 100)(rng));
     bool pending = false;
     while (!pending && absl::Now() < until) {
       absl::SleepFor(absl::Milliseconds(2));
-      const std::optional<uint64_t> now = ShardPushes(*reader, table);
-      pending = before.has_value() && now.has_value() && *now > *before;
+      pending = UnreadBytesAt(cluster.Port(victim)) >= part_bytes;
     }
     if (pending) {
       absl::SleepFor(until - absl::Now());
@@ -298,7 +304,7 @@ void HangWithPushPending(FaultCluster& cluster, uint32_t victim, const std::stri
     cluster.ContShard(victim);
     absl::SleepFor(absl::Milliseconds(std::uniform_int_distribution<int>(2, 20)(rng)));
   }
-  FAIL("no push reached shard " << other << " while shard " << victim << " was stopped");
+  FAIL("no push part waited unread at shard " << victim << " while it was stopped");
 }
 
 // Kills shard `victim` once it has a checkpoint and its `table` reached a
@@ -316,7 +322,7 @@ void KillAndRestart(FaultCluster& cluster, uint32_t victim, const std::string& t
     REQUIRE(absl::Now() < deadline);
     absl::SleepFor(absl::Milliseconds(10));
   }
-  if (hang_first) HangWithPushPending(cluster, victim, table, rng);
+  if (hang_first) HangWithPushPending(cluster, victim, rng);
   cluster.KillShard(victim);
   std::this_thread::sleep_for(
       std::chrono::milliseconds(std::uniform_int_distribution<int>(100, 1000)(rng)));
