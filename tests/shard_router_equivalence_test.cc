@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -146,6 +147,56 @@ TEST_CASE("shards grouped apart on threads of their own group the same") {
       REQUIRE(apart[s].keys == expected[s].keys);
       REQUIRE(apart[s].positions == expected[s].positions);
     }
+  }
+}
+
+// Bytes holding floats, as OneShardGroupMerge leaves a request's rows.
+std::vector<float> FloatsOf(const std::string& bytes) {
+  std::vector<float> floats(bytes.size() / sizeof(float));
+  std::memcpy(floats.data(), bytes.data(), floats.size() * sizeof(float));
+  return floats;
+}
+
+TEST_CASE("a one-shard call merged while it is grouped equals the reference") {
+  // Sizes around the publishing step (2048 positions) and well past it;
+  // key spaces from all-duplicates to nearly all distinct; the merge on a
+  // second thread started before or after the grouping, or on the same
+  // thread after it.
+  std::mt19937_64 rng(424242);
+  const uint32_t dims[] = {1, 5, 16, 64};
+  const OwnershipMap one = OwnershipMap::Initial(1);
+  for (int round = 0; round < 60; ++round) {
+    const size_t sizes[] = {1, 2047, 2048, 2049, 4096, 9000,
+                            1 + rng() % 70000};
+    std::vector<uint64_t> keys(sizes[rng() % std::size(sizes)]);
+    const uint64_t space = 1 + rng() % (2 * keys.size());
+    for (uint64_t& k : keys) k = rng() % space;
+    const uint32_t dim = dims[rng() % std::size(dims)];
+    std::vector<float> gradients(keys.size() * dim);
+    for (float& g : gradients) g = RandomGradient(rng);
+    const std::vector<ShardKeys> expected = reference::GroupKeysByShard(keys, one);
+    const auto want = reference::MergeSparseGradients(expected, gradients, dim);
+
+    OneShardGroupMerge both(keys, gradients, dim);
+    std::string bytes = "left over from an earlier call";
+    const int order = round % 3;
+    INFO("round " << round << " keys " << keys.size() << " dim " << dim
+                  << " order " << order);
+    if (order == 2) {
+      both.Group();
+      both.Merge(&bytes);
+    } else {
+      std::thread merger;
+      if (order == 0) merger = std::thread([&] { both.Merge(&bytes); });
+      std::thread grouper([&] { both.Group(); });
+      if (order == 1) merger = std::thread([&] { both.Merge(&bytes); });
+      grouper.join();
+      merger.join();
+    }
+    REQUIRE(both.group().keys == expected[0].keys);
+    REQUIRE(both.group().positions == expected[0].positions);
+    REQUIRE(bytes.size() == want[0].size() * sizeof(float));
+    REQUIRE(SameBits(FloatsOf(bytes), want[0]));
   }
 }
 

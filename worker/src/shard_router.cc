@@ -1,6 +1,7 @@
 #include "worker/src/shard_router.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "common/row_copy.h"
 #include "common/stamped_key_table.h"
@@ -47,9 +48,18 @@ constexpr size_t kPrefetchAhead = 64;
 // Groups the keys at request positions index_at(0 .. n-1) (ascending) by
 // owner_of(key) into `groups`: keys in first-seen order, positions in
 // request order (see ShardKeys).
-template <typename IndexAt, typename OwnerOf>
+// on_done(j) is called with the count of positions grouped so far after
+// every kPublishEvery of them and after the last: the entries before it in
+// each group's positions are final then.
+constexpr size_t kPublishEvery = 2048;
+struct NoProgress {
+  void operator()(size_t) const {}
+};
+
+template <typename IndexAt, typename OwnerOf, typename OnDone = NoProgress>
 void Group(absl::Span<const uint64_t> keys, size_t n, IndexAt index_at,
-           OwnerOf owner_of, StampedKeyTable& index, ShardKeys* groups) {
+           OwnerOf owner_of, StampedKeyTable& index, ShardKeys* groups,
+           OnDone on_done = {}) {
   index.Reset(n);
   for (size_t j = 0; j < std::min(n, kPrefetchAhead); ++j) {
     index.Prefetch(keys[index_at(j)]);
@@ -63,7 +73,9 @@ void Group(absl::Span<const uint64_t> keys, size_t n, IndexAt index_at,
         keys[i], static_cast<uint32_t>(group.keys.size()), &added);
     if (added) group.keys.push_back(keys[i]);
     group.positions.emplace_back(i, k);
+    if ((j + 1) % kPublishEvery == 0) on_done(j + 1);
   }
+  if (n % kPublishEvery != 0) on_done(n);
 }
 
 // Runs fn(table) with a key table for a call of `n` keys: the thread's own,
@@ -111,21 +123,42 @@ size_t ReservedShare(size_t keys, uint32_t shards) {
 // new one, as Group numbers keys) stores 0.0f + g, the rest add: exactly
 // the sums of a zero-filled buffer, without filling it first. kDim > 0 fixes
 // the row width at compile time, so the row loops are straight vector code.
-template <uint32_t kDim>
-void MergeRows(const ShardKeys& group, const float* __restrict gradients,
-               uint32_t runtime_dim, float* __restrict out) {
+//
+// MergeRowsOf does it for positions [begin, end) of a group's positions,
+// `next_new` being the count of keys the positions before `begin` have
+// already started; it returns that count after `end`. Before a new key's
+// row is written, rows_for(next_new + 1) is called when next_new reaches
+// `*rows_ready`, and must make out's rows up to the returned count
+// writable (out itself stays where it is).
+template <uint32_t kDim, typename RowsFor>
+uint32_t MergeRowsOf(const std::pair<uint32_t, uint32_t>* positions,
+                     size_t begin, size_t end,
+                     const float* __restrict gradients, uint32_t runtime_dim,
+                     float* __restrict out, uint32_t next_new,
+                     uint32_t* rows_ready, RowsFor rows_for) {
   const size_t dim = kDim > 0 ? kDim : runtime_dim;
-  uint32_t next_new = 0;
-  for (const auto& [request_index, key_index] : group.positions) {
+  for (size_t p = begin; p < end; ++p) {
+    const auto [request_index, key_index] = positions[p];
     const float* __restrict src = gradients + size_t{request_index} * dim;
     float* __restrict dst = out + size_t{key_index} * dim;
     if (key_index == next_new) {
+      if (next_new == *rows_ready) *rows_ready = rows_for(next_new + 1);
       ++next_new;
       for (size_t j = 0; j < dim; ++j) dst[j] = 0.0f + src[j];
     } else {
       for (size_t j = 0; j < dim; ++j) dst[j] += src[j];
     }
   }
+  return next_new;
+}
+
+template <uint32_t kDim>
+void MergeRows(const ShardKeys& group, const float* __restrict gradients,
+               uint32_t runtime_dim, float* __restrict out) {
+  uint32_t rows_ready = static_cast<uint32_t>(group.keys.size());
+  MergeRowsOf<kDim>(group.positions.data(), 0, group.positions.size(),
+                    gradients, runtime_dim, out, 0, &rows_ready,
+                    [](uint32_t rows) { return rows; });
 }
 
 }  // namespace
@@ -192,6 +225,64 @@ std::vector<std::vector<float>> MergeSparseGradients(
     MergeShardGradients(groups[s], gradients, dim, absl::MakeSpan(merged[s]));
   }
   return merged;
+}
+
+}  // namespace taups
+
+namespace taups {
+
+OneShardGroupMerge::OneShardGroupMerge(absl::Span<const uint64_t> keys,
+                                       absl::Span<const float> gradients,
+                                       uint32_t dim)
+    : keys_(keys), gradients_(gradients), dim_(dim) {
+  // Reserved for every key: the vectors never move while Merge reads.
+  group_.keys.reserve(keys.size());
+  group_.positions.reserve(keys.size());
+  positions_ = group_.positions.data();
+}
+
+void OneShardGroupMerge::Group() {
+  WithKeyTable(keys_.size(), [&](StampedKeyTable& index) {
+    taups::Group(keys_, keys_.size(), Identity, [](uint64_t) { return 0u; },
+                 index, &group_, [this](size_t done) {
+                   grouped_.store(done, std::memory_order_release);
+                 });
+  });
+}
+
+void OneShardGroupMerge::Merge(std::string* bytes) {
+  const size_t n = keys_.size();
+  const size_t row_bytes = size_t{dim_} * sizeof(float);
+  // Room for every key's row at once, so the bytes never move: each new
+  // key's row is then sized (zero-filled by the string, overwritten here)
+  // a few rows at a time, and the string ends as long as the unique keys'
+  // rows.
+  bytes->clear();
+  bytes->reserve(n * row_bytes);
+  float* const out = reinterpret_cast<float*>(bytes->data());
+  uint32_t rows_ready = 0;
+  const auto rows_for = [&](uint32_t needed) {
+    constexpr size_t kMinGrowth = 1024;
+    const size_t rows = std::min<size_t>(
+        n, std::max<size_t>({needed, 2 * size_t{rows_ready}, kMinGrowth}));
+    bytes->resize(rows * row_bytes);
+    return static_cast<uint32_t>(rows);
+  };
+  uint32_t next_new = 0;
+  for (size_t merged = 0; merged < n;) {
+    const size_t ready = grouped_.load(std::memory_order_acquire);
+    if (ready == merged) {
+      std::this_thread::yield();
+      continue;
+    }
+    next_new = WithRowWidth(dim_, [&](auto width) {
+      return MergeRowsOf<width()>(positions_, merged, ready,
+                                  gradients_.data(), dim_, out, next_new,
+                                  &rows_ready, rows_for);
+    });
+    merged = ready;
+  }
+  bytes->resize(size_t{next_new} * row_bytes);
 }
 
 }  // namespace taups

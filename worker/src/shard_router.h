@@ -11,7 +11,10 @@
 #ifndef TAUPS_WORKER_SRC_SHARD_ROUTER_H_
 #define TAUPS_WORKER_SRC_SHARD_ROUTER_H_
 
+#include <atomic>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -80,6 +83,40 @@ std::vector<std::vector<float>> MergeSparseGradients(
 void MergeShardGradients(const ShardKeys& group,
                          absl::Span<const float> gradients, uint32_t dim,
                          absl::Span<float> out);
+
+// The keys of one large call to one shard grouped on one thread while a
+// second merges the rows of a push as positions come out of the grouping:
+// Group() gives group() exactly what GroupKeysByShard gives a one-shard
+// map, publishing every few thousand positions how far it got; Merge(bytes)
+// follows it and leaves in *bytes the unique keys' rows, exactly as
+// MergeShardGradients writes them (the same sums in the same order, bit for
+// bit), without zero-filling a buffer of every key's rows first.
+//
+// Thread-safety: call Group() and Merge() once each, at the same time on two
+// threads, or on one thread with Group() first (Merge waits, yielding, for
+// positions Group has not published: on one thread after an unfinished
+// Group it would wait forever). group() only after both returned. `keys` and
+// `gradients` (keys.size() * dim floats) must outlive the object.
+class OneShardGroupMerge {
+ public:
+  OneShardGroupMerge(absl::Span<const uint64_t> keys,
+                     absl::Span<const float> gradients, uint32_t dim);
+  OneShardGroupMerge(const OneShardGroupMerge&) = delete;
+  OneShardGroupMerge& operator=(const OneShardGroupMerge&) = delete;
+
+  void Group();
+  void Merge(std::string* bytes);
+  ShardKeys& group() { return group_; }
+
+ private:
+  const absl::Span<const uint64_t> keys_;
+  const absl::Span<const float> gradients_;
+  const uint32_t dim_;
+  ShardKeys group_;
+  // group_.positions.data(), fixed by reserving a position for every key.
+  const std::pair<uint32_t, uint32_t>* positions_ = nullptr;
+  std::atomic<size_t> grouped_{0};  // positions final so far (release)
+};
 
 }  // namespace taups
 

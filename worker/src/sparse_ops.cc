@@ -4,6 +4,8 @@
 // pool (kAtOnceMinKeys).
 #include <cstring>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -72,6 +74,13 @@ bool BuildsAtOnce(size_t keys, uint32_t shards) {
   return shards >= 2 && keys >= kAtOnceMinKeys;
 }
 
+// A push of that many keys to one shard merges its rows on a second thread
+// while its keys are grouped (OneShardGroupMerge), when the rows go into
+// the request as they are (uncompressed, no norm).
+bool MergesWhileGrouping(size_t keys, uint32_t shards) {
+  return shards == 1 && keys >= kAtOnceMinKeys;
+}
+
 // The pool the process's clients build large sparse calls on: min(cores,
 // 4) threads, the caller one of them, made on first use. One per process,
 // not per client, so that a process with hundreds of clients (the load
@@ -82,37 +91,72 @@ TaskPool& ShardPartsPool() {
   return *pool;
 }
 
-// One sparse call's keys grouped by shard, built as BuildsAtOnce says: at
-// once, on ShardPartsPool, or one shard after another on the caller's
-// thread. Thread-compatible; Build runs its tasks as described there.
+// One sparse call's keys grouped by shard: at once, on ShardPartsPool
+// (BuildsAtOnce), or one shard after another on the caller's thread, or for
+// one shard, grouped while its rows are merged (MergesWhileGrouping).
+// Thread-compatible; Build and BuildMerged run their tasks as described
+// there.
 class ShardParts {
  public:
-  // `keys` must outlive this object.
+  enum class Mode { kInOrder, kAtOnce, kMergedWhileGrouping };
+
+  // `keys` must outlive this object. kMergedWhileGrouping needs a map of
+  // one shard and at least one key.
   ShardParts(absl::Span<const uint64_t> keys, const OwnershipMap& map,
-             bool at_once)
-      : keys_(keys), at_once_(at_once) {
-    if (at_once_) {
-      positions_ = PositionsByShard(keys, map);
-      groups_.resize(positions_.size());
-      for (const auto& p : positions_) calls_ += p.empty() ? 0 : 1;
-    } else {
-      groups_ = GroupKeysByShard(keys, map);
-      for (const ShardKeys& g : groups_) calls_ += g.keys.empty() ? 0 : 1;
+             Mode mode)
+      : keys_(keys), mode_(mode) {
+    switch (mode_) {
+      case Mode::kAtOnce:
+        positions_ = PositionsByShard(keys, map);
+        groups_.resize(positions_.size());
+        for (const auto& p : positions_) calls_ += p.empty() ? 0 : 1;
+        break;
+      case Mode::kMergedWhileGrouping:
+        groups_.resize(1);
+        calls_ = 1;
+        break;
+      case Mode::kInOrder:
+        groups_ = GroupKeysByShard(keys, map);
+        for (const ShardKeys& g : groups_) calls_ += g.keys.empty() ? 0 : 1;
+        break;
     }
   }
 
+  Mode mode() const { return mode_; }
   // Shards the call has keys for: one request each.
   size_t calls() const { return calls_; }
   // Indexed by shard. Built at once, a shard's group is empty until Build
-  // has grouped it (just before build(s) runs); otherwise final already.
+  // has grouped it (just before build(s) runs); merged while grouping,
+  // until BuildMerged has; otherwise final already.
   const std::vector<ShardKeys>& groups() const { return groups_; }
 
-  // Runs build(s) once for each shard with keys, with groups()[s] final.
-  // At once: on tasks of ShardPartsPool, for different shards at the same
+  // kMergedWhileGrouping: groups shard 0's keys on this thread while a task
+  // of ShardPartsPool merges `gradients` (rows of `dim`) into *bytes as
+  // MergeShardGradients would, then runs build(0) with groups()[0] final.
+  template <typename BuildFn>
+  void BuildMerged(absl::Span<const float> gradients, uint32_t dim,
+                   std::string* bytes, BuildFn build) {
+    OneShardGroupMerge both(keys_, gradients, dim);
+    // Tasks are claimed in order: whoever runs the merge (1) runs it
+    // beside the grouping (0), or after it on the same thread.
+    ShardPartsPool().Run(2, [&](size_t task) {
+      if (task == 0) {
+        both.Group();
+      } else {
+        both.Merge(bytes);
+      }
+    });
+    groups_[0] = std::move(both.group());
+    build(0);
+  }
+
+  // Runs build(s) once for each shard with keys, with groups()[s] final
+  // (not for kMergedWhileGrouping, whose group BuildMerged makes). At
+  // once: on tasks of ShardPartsPool, for different shards at the same
   // time (task s writes only groups()[s]); else in shard order, here.
   template <typename BuildFn>
   void Build(BuildFn build) {
-    if (!at_once_) {
+    if (mode_ != Mode::kAtOnce) {
       for (uint32_t s = 0; s < groups_.size(); ++s) {
         if (!groups_[s].keys.empty()) build(s);
       }
@@ -128,7 +172,7 @@ class ShardParts {
 
  private:
   absl::Span<const uint64_t> keys_;
-  bool at_once_;
+  Mode mode_;
   std::vector<ShardKeys> groups_;
   std::vector<std::vector<uint32_t>> positions_;  // built at once only
   size_t calls_ = 0;
@@ -192,7 +236,9 @@ absl::StatusOr<PullInfo> ClientCore::PullSparse(
   const absl::Time start = absl::Now();
   const OwnershipMap& ownership = *(*meta)->ownership;
   ShardParts parts(keys, ownership,
-                   BuildsAtOnce(keys.size(), ownership.num_shards()));
+                   BuildsAtOnce(keys.size(), ownership.num_shards())
+                       ? ShardParts::Mode::kAtOnce
+                       : ShardParts::Mode::kInOrder);
   const std::vector<ShardKeys>& groups = parts.groups();
   const uint32_t dim = config.dim;
   auto fan = std::make_shared<FanIn>(
@@ -352,11 +398,16 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
   // whole norm.
   const bool send_each = !compress_push && !want_norm;
   // A large push of that kind builds its shards' parts at once
-  // (kAtOnceMinKeys).
+  // (kAtOnceMinKeys), or to one shard, merges while it groups.
   const OwnershipMap& ownership = *(*meta)->ownership;
+  const uint32_t shards = ownership.num_shards();
   ShardParts parts(keys, ownership,
-                   send_each &&
-                       BuildsAtOnce(keys.size(), ownership.num_shards()));
+                   !send_each ? ShardParts::Mode::kInOrder
+                   : BuildsAtOnce(keys.size(), shards)
+                       ? ShardParts::Mode::kAtOnce
+                   : MergesWhileGrouping(keys.size(), shards)
+                       ? ShardParts::Mode::kMergedWhileGrouping
+                       : ShardParts::Mode::kInOrder);
   const std::vector<ShardKeys>& groups = parts.groups();
   std::optional<RowBasisLookup> row_basis;
   if (with_rows) {
@@ -432,13 +483,23 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
   };
   if (send_each) {
     // Each shard's request goes out as soon as it is built; maybe several
-    // at once (ShardParts).
-    parts.Build([&](uint32_t s) {
-      std::vector<v1::PushSparseRequest> part(1);
-      merge_raw(s, part.front());
+    // at once, or merged while grouped (ShardParts).
+    const auto send = [&](uint32_t s, std::vector<v1::PushSparseRequest> part) {
       fill_header(s, part.front());
       SendShardPush<v1::PushSparseRequest>(s, std::move(part), on_answer, fan);
-    });
+    };
+    if (parts.mode() == ShardParts::Mode::kMergedWhileGrouping) {
+      std::vector<v1::PushSparseRequest> part(1);
+      std::string* bytes = part.front().mutable_gradients();
+      parts.BuildMerged(gradients, config.dim, bytes,
+                        [&](uint32_t s) { send(s, std::move(part)); });
+    } else {
+      parts.Build([&](uint32_t s) {
+        std::vector<v1::PushSparseRequest> part(1);
+        merge_raw(s, part.front());
+        send(s, std::move(part));
+      });
+    }
   } else {
     std::vector<std::vector<v1::PushSparseRequest>> by_shard(groups.size());
     std::vector<float> scratch;

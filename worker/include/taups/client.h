@@ -22,7 +22,8 @@
 // every future must be ready before the Client is destroyed. A sparse pull or
 // push of 8,192 keys or more to several shards builds its shards' requests
 // on a pool of up to 3 helper threads, made on first use and shared by every
-// Client of the process.
+// Client of the process; such a push to one shard has one of them merge its
+// rows while the calling thread groups its keys.
 //
 // Consistency: on sync, semi_sync and ssp tables a pull waits (up to
 // call_timeout) until the table's policy lets this worker's clock read; call
