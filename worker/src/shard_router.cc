@@ -45,17 +45,18 @@ constexpr size_t kMaxRetainedKeys = size_t{1} << 20;
 // keys, 32 ahead 0.41, 64 ahead 0.38).
 constexpr size_t kPrefetchAhead = 64;
 
-// Groups the keys at request positions index_at(0 .. n-1) (ascending) by
-// owner_of(key) into `groups`: keys in first-seen order, positions in
-// request order (see ShardKeys).
-// on_done(j) is called with the count of positions grouped so far after
-// every kPublishEvery of them and after the last: the entries before it in
-// each group's positions are final then.
+// How often Group tells its on_done how far it got (OneShardGroupMerge's
+// merge follows that far); the default on_done ignores it.
 constexpr size_t kPublishEvery = 2048;
 struct NoProgress {
   void operator()(size_t) const {}
 };
 
+// Groups the keys at request positions index_at(0 .. n-1) (ascending) by
+// owner_of(key) into `groups`: keys in first-seen order, positions in
+// request order (see ShardKeys). on_done(j) is called with the count of
+// positions grouped so far after every kPublishEvery of them and after the
+// last: the first j entries of the groups' positions are final then.
 template <typename IndexAt, typename OwnerOf, typename OnDone = NoProgress>
 void Group(absl::Span<const uint64_t> keys, size_t n, IndexAt index_at,
            OwnerOf owner_of, StampedKeyTable& index, ShardKeys* groups,
@@ -226,10 +227,6 @@ std::vector<std::vector<float>> MergeSparseGradients(
   }
   return merged;
 }
-
-}  // namespace taups
-
-namespace taups {
 
 OneShardGroupMerge::OneShardGroupMerge(absl::Span<const uint64_t> keys,
                                        absl::Span<const float> gradients,

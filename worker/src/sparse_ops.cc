@@ -99,6 +99,15 @@ TaskPool& ShardPartsPool() {
 class ShardParts {
  public:
   enum class Mode { kInOrder, kAtOnce, kMergedWhileGrouping };
+  // How a pull of `keys` keys over `shards` shards is built; a push whose
+  // rows go into its requests as they are may also merge while it groups.
+  static Mode ModeForPull(size_t keys, uint32_t shards) {
+    return BuildsAtOnce(keys, shards) ? Mode::kAtOnce : Mode::kInOrder;
+  }
+  static Mode ModeForPush(size_t keys, uint32_t shards) {
+    return MergesWhileGrouping(keys, shards) ? Mode::kMergedWhileGrouping
+                                             : ModeForPull(keys, shards);
+  }
 
   // `keys` must outlive this object. kMergedWhileGrouping needs a map of
   // one shard and at least one key.
@@ -236,9 +245,7 @@ absl::StatusOr<PullInfo> ClientCore::PullSparse(
   const absl::Time start = absl::Now();
   const OwnershipMap& ownership = *(*meta)->ownership;
   ShardParts parts(keys, ownership,
-                   BuildsAtOnce(keys.size(), ownership.num_shards())
-                       ? ShardParts::Mode::kAtOnce
-                       : ShardParts::Mode::kInOrder);
+                   ShardParts::ModeForPull(keys.size(), ownership.num_shards()));
   const std::vector<ShardKeys>& groups = parts.groups();
   const uint32_t dim = config.dim;
   auto fan = std::make_shared<FanIn>(
@@ -400,14 +407,10 @@ absl::StatusOr<PushResult> ClientCore::PushSparse(
   // A large push of that kind builds its shards' parts at once
   // (kAtOnceMinKeys), or to one shard, merges while it groups.
   const OwnershipMap& ownership = *(*meta)->ownership;
-  const uint32_t shards = ownership.num_shards();
   ShardParts parts(keys, ownership,
-                   !send_each ? ShardParts::Mode::kInOrder
-                   : BuildsAtOnce(keys.size(), shards)
-                       ? ShardParts::Mode::kAtOnce
-                   : MergesWhileGrouping(keys.size(), shards)
-                       ? ShardParts::Mode::kMergedWhileGrouping
-                       : ShardParts::Mode::kInOrder);
+                   send_each ? ShardParts::ModeForPush(keys.size(),
+                                                       ownership.num_shards())
+                             : ShardParts::Mode::kInOrder);
   const std::vector<ShardKeys>& groups = parts.groups();
   std::optional<RowBasisLookup> row_basis;
   if (with_rows) {
