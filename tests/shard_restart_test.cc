@@ -369,10 +369,19 @@ TEST_CASE("workers ride through a shard killed and restarted mid-training") {
       run, shards, 2,
       {"--model=ctr", "--steps=400", "--eval_every=0", "--eval_examples=2000",
        "--log_every=100", "--retry_budget_s=60"});
-  // Let the workers train and shard 1 checkpoint, then hold the workers
-  // still (their calls in flight land meanwhile), read shard 1's versions,
-  // kill it, and let the workers go on.
-  absl::SleepFor(absl::Seconds(6));
+  // Let the workers train a quarter of their steps (shard 1 checkpoints
+  // every 50 versions meanwhile), then hold them still (their calls in
+  // flight land meanwhile), read shard 1's versions, kill it, and let the
+  // workers go on. Waiting for their progress lines rather than for a fixed
+  // time: on a fast machine 400 steps took under 6 s, so a kill after 6 s
+  // found them done.
+  const absl::Time deadline = absl::Now() + absl::Minutes(2);
+  for (auto& w : workers) {
+    while (w->Output().find("step 100/400") == std::string::npos) {
+      REQUIRE(absl::Now() < deadline);
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  }
   for (auto& w : workers) REQUIRE(kill(w->pid(), SIGSTOP) == 0);
   absl::SleepFor(absl::Milliseconds(300));
   const std::map<std::string, uint64_t> at_kill = TableVersions(run, shards, 1);
