@@ -164,30 +164,74 @@ void ReleaseThunk(void* user_data) {
   delete release;
 }
 
-// `prefix` (the other fields' bytes), then field `field` holding `payload`
-// as a slice borrowing it; no field for an empty payload.
-void Assemble(std::string prefix, uint32_t field, absl::string_view payload,
+// Runs `fn` once, when the last slice that shares it lets go.
+struct SharedRelease {
+  std::function<void()> fn;
+  ~SharedRelease() {
+    if (fn) fn();
+  }
+};
+
+void ReleaseShared(void* user_data) {
+  delete static_cast<std::shared_ptr<SharedRelease>*>(user_data);
+}
+
+// `prefix` (the other fields' bytes), then field `field` holding the
+// pieces end to end, each a slice borrowing it; no field when they are
+// all empty.
+void Assemble(std::string prefix, uint32_t field,
+              absl::Span<const absl::string_view> pieces,
               std::function<void()> on_release, grpc::ByteBuffer* out) {
-  if (payload.empty()) {
+  size_t total = 0;
+  size_t nonempty = 0;
+  for (absl::string_view piece : pieces) {
+    total += piece.size();
+    nonempty += piece.empty() ? 0 : 1;
+  }
+  if (total == 0) {
     if (on_release) on_release();
     grpc::Slice only(prefix);
     *out = grpc::ByteBuffer(&only, 1);
     return;
   }
   AppendVarint((uint64_t{field} << 3) | kLengthDelimited, &prefix);
-  AppendVarint(payload.size(), &prefix);
-  grpc::Slice parts[2] = {
-      grpc::Slice(prefix),
-      grpc::Slice(const_cast<char*>(payload.data()), payload.size(),
-                  &ReleaseThunk,
-                  new std::function<void()>(std::move(on_release)))};
-  *out = grpc::ByteBuffer(parts, 2);
+  AppendVarint(total, &prefix);
+  std::vector<grpc::Slice> parts;
+  parts.reserve(nonempty + 1);
+  parts.emplace_back(prefix);
+  if (nonempty == 1) {
+    for (absl::string_view piece : pieces) {
+      if (piece.empty()) continue;
+      parts.emplace_back(const_cast<char*>(piece.data()), piece.size(),
+                         &ReleaseThunk,
+                         new std::function<void()>(std::move(on_release)));
+    }
+  } else {
+    auto release = std::make_shared<SharedRelease>();
+    release->fn = std::move(on_release);
+    for (absl::string_view piece : pieces) {
+      if (piece.empty()) continue;
+      parts.emplace_back(const_cast<char*>(piece.data()), piece.size(),
+                         &ReleaseShared,
+                         new std::shared_ptr<SharedRelease>(release));
+    }
+  }
+  *out = grpc::ByteBuffer(parts.data(), parts.size());
 }
 
 }  // namespace
 
 absl::Status EncodeWithPayload(const google::protobuf::MessageLite& header,
                                uint32_t field, absl::string_view payload,
+                               std::function<void()> on_release,
+                               grpc::ByteBuffer* out) {
+  return EncodeWithPayload(header, field, absl::MakeConstSpan(&payload, 1),
+                           std::move(on_release), out);
+}
+
+absl::Status EncodeWithPayload(const google::protobuf::MessageLite& header,
+                               uint32_t field,
+                               absl::Span<const absl::string_view> pieces,
                                std::function<void()> on_release,
                                grpc::ByteBuffer* out) {
   std::string prefix;
@@ -213,7 +257,7 @@ absl::Status EncodeWithPayload(const google::protobuf::MessageLite& header,
           "the message header carries field ", field, " itself"));
     }
   }
-  Assemble(std::move(prefix), field, payload, std::move(on_release), out);
+  Assemble(std::move(prefix), field, pieces, std::move(on_release), out);
   return absl::OkStatus();
 }
 
@@ -251,7 +295,9 @@ absl::Status EncodeBorrowingField(const google::protobuf::Message& message,
   std::string unused;
   const std::string& payload =
       reflection->GetStringReference(message, payload_field, &unused);
-  Assemble(std::move(prefix), field, payload, std::move(on_release), out);
+  const absl::string_view piece = payload;
+  Assemble(std::move(prefix), field, absl::MakeConstSpan(&piece, 1),
+           std::move(on_release), out);
   return absl::OkStatus();
 }
 

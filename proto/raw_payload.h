@@ -58,6 +58,15 @@ absl::Status EncodeWithPayload(const google::protobuf::MessageLite& header,
                                std::function<void()> on_release,
                                grpc::ByteBuffer* out);
 
+// The same with the payload in several pieces, sent end to end as the one
+// field (a slice borrowing each); `on_release` runs once, when gRPC has let
+// go of every piece.
+absl::Status EncodeWithPayload(const google::protobuf::MessageLite& header,
+                               uint32_t field,
+                               absl::Span<const absl::string_view> pieces,
+                               std::function<void()> on_release,
+                               grpc::ByteBuffer* out);
+
 // The same for a whole message whose field `field` (a singular `bytes`
 // field) already holds the payload: the other fields (and unknown ones) are
 // serialized by protobuf, the field's bytes are borrowed from `message`,

@@ -80,18 +80,108 @@ class DenseStepBuffer final : public StepBuffer {
 
 }  // namespace
 
+// The table holds one reference while the block is its own; each answer
+// the block is lent to holds one more (BlockPins).
+class DenseTable::BlockValues {
+ public:
+  explicit BlockValues(size_t n) : size_(n), data_(new float[n]) {}
+  BlockValues(const BlockValues&) = delete;
+  BlockValues& operator=(const BlockValues&) = delete;
+
+  absl::Span<float> floats() { return {data_.get(), size_}; }
+  absl::Span<const float> floats() const { return {data_.get(), size_}; }
+
+  // Only under the block's lock (so no answer can take a reference while
+  // the table decides whether it may write).
+  void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  // Acquire: once no answer holds the block, whatever the answers' sends
+  // read of it happened before the table's next write.
+  bool lent() const { return refs_.load(std::memory_order_acquire) > 1; }
+  void Unref() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      if (displaced_) CountDisplacedLentBytes(-bytes());
+      delete this;
+    }
+  }
+  // The table's copy of this block to write to from now on; this one is
+  // left to the answers that hold it (the table's reference dropped).
+  BlockValues* Displace() {
+    auto* copy = new BlockValues(size_);
+    std::memcpy(copy->data_.get(), data_.get(), bytes());
+    displaced_ = true;  // published by Unref's release
+    CountDisplacedLentBytes(bytes());
+    Unref();
+    return copy;
+  }
+
+ private:
+  ~BlockValues() = default;
+  int64_t bytes() const { return static_cast<int64_t>(size_ * sizeof(float)); }
+
+  const size_t size_;
+  const std::unique_ptr<float[]> data_;  // uninitialized until filled
+  std::atomic<uint32_t> refs_{1};
+  bool displaced_ = false;
+};
+
+// What a LentValues' hold owns: one reference to each lent block.
+class DenseTable::BlockPins {
+ public:
+  BlockPins() = default;
+  BlockPins(const BlockPins&) = delete;
+  BlockPins& operator=(const BlockPins&) = delete;
+  ~BlockPins() {
+    for (BlockValues* values : blocks_) values->Unref();
+  }
+  void Add(BlockValues* values) {  // under the block's lock
+    values->Ref();
+    blocks_.push_back(values);
+  }
+
+ private:
+  std::vector<BlockValues*> blocks_;
+};
+
 DenseTable::DenseTable(const TableConfig& config, Range range)
     : config_(config),
       range_(range),
       optimizer_(MakeOptimizer(config.optimizer)),
       state_width_(optimizer_->state_width()),
       blocks_(new Block[(range.size() + kBlockSize - 1) / kBlockSize + 1]),
-      values_(range.size()),
       state_(range.size() * state_width_) {
-  Initializer(config.initializer, config.name)
-      .FillDense(range.begin, absl::MakeSpan(values_));
+  const Initializer initializer(config.initializer, config.name);
+  for (size_t b = 0; b < block_count(); ++b) {
+    absl::MutexLock lock(&blocks_[b].mu);
+    blocks_[b].values = new BlockValues(block_length(b));
+    initializer.FillDense(range.begin + b * kBlockSize,
+                          blocks_[b].values->floats());
+  }
   optimizer_->InitState(state_.data(), range.size());
   SetStaleness(config.staleness);
+}
+
+DenseTable::~DenseTable() {
+  for (size_t b = 0; b < block_count(); ++b) {
+    absl::MutexLock lock(&blocks_[b].mu);
+    blocks_[b].values->Unref();  // answers may still hold it
+  }
+}
+
+const float* DenseTable::ReadLocked(uint64_t local) const
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  return blocks_[local / kBlockSize].values->floats().data() +
+         local % kBlockSize;
+}
+
+float* DenseTable::WriteLocked(uint64_t local) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  BlockValues*& values = blocks_[local / kBlockSize].values;
+  if (values->lent()) {
+    // New answers cannot take it meanwhile (they lend under this lock);
+    // the ones that hold it keep it, unchanged, until they let go.
+    values = values->Displace();
+    lent_block_copies_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return values->floats().data() + local % kBlockSize;
 }
 
 void DenseTable::SetStaleness(const StalenessConfig& staleness) {
@@ -144,22 +234,34 @@ void DenseTable::ForEachRun(
 
 void DenseTable::Pull(uint64_t offset, absl::Span<float> out, uint32_t worker) {
   const uint64_t local = offset - range_.begin;
-  float* backup = nullptr;
-  if (delay_compensation_) {
-    absl::MutexLock lock(&backup_mu_);
-    auto& slot = backups_[worker];
-    if (!slot) slot = std::make_unique<std::vector<float>>(range_.size());
-    backup = slot->data();
-  }
+  float* backup = BackupToRecord(worker);
   ForEachRun(local, out.size(), [&](uint64_t run_begin, uint64_t run_end) {
     ForEachBlock(run_begin, run_end, [&](uint64_t b, uint64_t e) {
-      std::memcpy(out.data() + (b - local), values_.data() + b,
-                  (e - b) * sizeof(float));
+      const float* values = ReadLocked(b);
+      std::memcpy(out.data() + (b - local), values, (e - b) * sizeof(float));
       if (backup != nullptr) {
-        std::memcpy(backup + b, values_.data() + b, (e - b) * sizeof(float));
+        std::memcpy(backup + b, values, (e - b) * sizeof(float));
       }
     });
   });
+}
+
+void DenseTable::Lend(uint64_t offset, uint64_t count, uint32_t worker,
+                      LentValues* out) {
+  out->Clear();
+  const uint64_t local = offset - range_.begin;
+  float* backup = BackupToRecord(worker);
+  auto pins = std::make_shared<BlockPins>();
+  out->pieces.reserve((count + kBlockSize - 1) / kBlockSize + 1);
+  ForEachBlock(local, local + count, [&](uint64_t b, uint64_t e) {
+    pins->Add(blocks_[b / kBlockSize].values);
+    const float* values = ReadLocked(b);
+    out->pieces.emplace_back(values, e - b);
+    if (backup != nullptr) {
+      std::memcpy(backup + b, values, (e - b) * sizeof(float));
+    }
+  });
+  out->hold = std::move(pins);
 }
 
 void DenseTable::ApplyLocal(uint64_t local, absl::Span<const float> gradient,
@@ -170,16 +272,24 @@ void DenseTable::ApplyLocal(uint64_t local, absl::Span<const float> gradient,
     std::vector<float> compensated;  // one per run: runs are concurrent
     ForEachBlock(run_begin, run_end, [&](uint64_t b, uint64_t e) {
       if (cut) CopyBlockLocked(*cut, b / kBlockSize);
+      float* values = WriteLocked(b);
       const float* g = gradient.data() + (b - local);
       if (backup != nullptr) {
-        Compensate(g, values_.data() + b, backup + b, e - b, lambda,
-                   &compensated);
+        Compensate(g, values, backup + b, e - b, lambda, &compensated);
         g = compensated.data();
       }
-      optimizer_->Apply(values_.data() + b, state_.data() + b * state_width_,
-                        g, e - b, lr_factor);
+      optimizer_->Apply(values, state_.data() + b * state_width_, g, e - b,
+                        lr_factor);
     });
   });
+}
+
+float* DenseTable::BackupToRecord(uint32_t worker) {
+  if (!delay_compensation_) return nullptr;
+  absl::MutexLock lock(&backup_mu_);
+  auto& slot = backups_[worker];
+  if (!slot) slot = std::make_unique<std::vector<float>>(range_.size());
+  return slot->data();
 }
 
 const float* DenseTable::BackupOf(uint32_t worker) const {
@@ -214,15 +324,14 @@ bool DenseTable::LocalStaysFinite(uint64_t local,
       if (!finite.load(std::memory_order_relaxed)) return;
       const float* g = gradient.data() + (b - local);
       if (backup != nullptr) {
-        Compensate(g, values_.data() + b, backup + b, e - b, lambda,
-                   &compensated);
+        Compensate(g, ReadLocked(b), backup + b, e - b, lambda, &compensated);
         if (!AllFinite(compensated)) {
           finite.store(false, std::memory_order_relaxed);
           return;
         }
         g = compensated.data();
       }
-      if (!optimizer_->StaysFinite(values_.data() + b,
+      if (!optimizer_->StaysFinite(ReadLocked(b),
                                    state_.data() + b * state_width_, g, e - b,
                                    lr_factor,
                                    backup == nullptr ? max_abs : -1.0f)) {
@@ -250,32 +359,41 @@ bool DenseTable::BufferStaysFinite(const StepBuffer& buffer, float scale,
 
 TableSnapshot DenseTable::Export() const {
   TableSnapshot snapshot;
-  snapshot.values = values_;
+  snapshot.values.reserve(range_.size());
+  for (size_t b = 0; b < block_count(); ++b) {
+    absl::MutexLock lock(&blocks_[b].mu);
+    const float* values = ReadLocked(b * kBlockSize);
+    snapshot.values.insert(snapshot.values.end(), values,
+                           values + block_length(b));
+  }
   snapshot.state = state_;
   return snapshot;
 }
 
 absl::Status DenseTable::Import(const TableSnapshot& snapshot) {
-  if (!snapshot.keys.empty() || snapshot.values.size() != values_.size() ||
+  if (!snapshot.keys.empty() || snapshot.values.size() != range_.size() ||
       snapshot.state.size() != state_.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "table '", config_.name, "': a snapshot of ", snapshot.values.size(),
         " values, ", snapshot.state.size(), " state floats and ",
         snapshot.keys.size(), " keys does not fit this part of ",
-        values_.size(), " values and ", state_.size(), " state floats"));
+        range_.size(), " values and ", state_.size(), " state floats"));
   }
   if (!AllFinite(snapshot.values) || !AllFinite(snapshot.state)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "table '", config_.name, "': the snapshot holds non-finite values"));
   }
-  if (const std::shared_ptr<CutState> cut = PendingCut()) {
-    for (size_t b = 0; b < block_count(); ++b) {
-      absl::MutexLock lock(&blocks_[b].mu);
-      CopyBlockLocked(*cut, b);
-    }
+  const std::shared_ptr<CutState> cut = PendingCut();
+  for (size_t b = 0; b < block_count(); ++b) {
+    absl::MutexLock lock(&blocks_[b].mu);
+    if (cut) CopyBlockLocked(*cut, b);
+    const size_t begin = b * kBlockSize;
+    std::memcpy(WriteLocked(begin), snapshot.values.data() + begin,
+                block_length(b) * sizeof(float));
+    std::memcpy(state_.data() + begin * state_width_,
+                snapshot.state.data() + begin * state_width_,
+                block_length(b) * state_width_ * sizeof(float));
   }
-  values_ = snapshot.values;
-  state_ = snapshot.state;
   return absl::OkStatus();
 }
 
@@ -335,8 +453,9 @@ void DenseTable::CopyBlockLocked(CutState& cut, size_t b) const
     ABSL_NO_THREAD_SAFETY_ANALYSIS {
   if (cut.copied[b] || cut.dropped) return;
   const size_t begin = b * kBlockSize;
-  const size_t end = std::min<size_t>(values_.size(), begin + kBlockSize);
-  cut.values[b].assign(values_.begin() + begin, values_.begin() + end);
+  const size_t end = begin + block_length(b);
+  const float* values = ReadLocked(begin);
+  cut.values[b].assign(values, values + (end - begin));
   cut.state[b].assign(state_.begin() + begin * state_width_,
                       state_.begin() + end * state_width_);
   cut.copied[b] = 1;

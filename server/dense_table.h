@@ -20,9 +20,15 @@
 //
 // Checkpoints cut it block by block (BeginCut, copy on write), so pushes
 // never wait for a copy of the whole table.
+//
+// Each lock block's values live in their own allocation, which a pull may
+// lend to its answer instead of copying (Lend, server/lent_values.h): a
+// write to a block that an answer still holds first moves the table to a
+// fresh copy of the block, so the lent floats never change.
 #ifndef TAUPS_SERVER_DENSE_TABLE_H_
 #define TAUPS_SERVER_DENSE_TABLE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -33,6 +39,7 @@
 #include "absl/types/span.h"
 #include "common/shard_map.h"
 #include "common/task_pool.h"
+#include "server/lent_values.h"
 #include "server/optimizer.h"
 #include "server/table.h"
 #include "taups/table_config.h"
@@ -48,6 +55,7 @@ class DenseTable final : public Table {
   static constexpr uint64_t kParallelMin = uint64_t{1} << 18;  // 1 MiB
 
   DenseTable(const TableConfig& config, Range range);
+  ~DenseTable() override;
 
   // Which pool large calls use (null: none, always serial), from how many
   // elements, cut into runs of how many (tests use small figures). Call
@@ -61,6 +69,16 @@ class DenseTable final : public Table {
   // Copies [offset, offset + out.size()) (global offsets, inside range()).
   // Remembers the copy for `worker` when the table uses delay compensation.
   void Pull(uint64_t offset, absl::Span<float> out, uint32_t worker);
+  // The same values, lent instead of copied: `out` gets one piece per lock
+  // block of [offset, offset + count) and a hold that keeps them unchanged
+  // (see lent_values.h). Each piece is the block as one moment saw it, as
+  // Pull's copy would be. Remembers them for `worker` as Pull does.
+  void Lend(uint64_t offset, uint64_t count, uint32_t worker,
+            LentValues* out);
+  // Block copies made because a write found its block lent: for tests.
+  uint64_t lent_block_copies() const {
+    return lent_block_copies_.load(std::memory_order_relaxed);
+  }
 
   void Apply(const GradientPart& part, float lr_factor,
              uint32_t worker) override;
@@ -87,8 +105,14 @@ class DenseTable final : public Table {
   std::unique_ptr<TableCut> BeginCut() override;
 
  private:
+  // One block's floats, shared by the table and the answers it lent them
+  // to; freed by whichever lets go last.
+  class BlockValues;
+  class BlockPins;
   struct Block {
     mutable absl::Mutex mu;
+    // The block's values now: the pointer and the floats guarded by mu.
+    BlockValues* values = nullptr;
   };
   // A pending cut's copy: block b's entries are guarded by blocks_[b].mu.
   struct CutState;
@@ -96,6 +120,14 @@ class DenseTable final : public Table {
   size_t block_count() const {
     return (range_.size() + kBlockSize - 1) / kBlockSize;
   }
+  size_t block_length(size_t b) const {
+    return std::min<uint64_t>(kBlockSize, range_.size() - b * kBlockSize);
+  }
+  // Local element `local`'s value in its block, whose lock the caller
+  // holds: to read, or to write (which first moves the block to a copy of
+  // its own when an answer holds it, so that answer's floats stay as lent).
+  const float* ReadLocked(uint64_t local) const;
+  float* WriteLocked(uint64_t local);
   // The cut writers copy blocks into before changing them (null: none).
   std::shared_ptr<CutState> PendingCut() const;
   // Copies block b into `cut` unless it holds it; blocks_[b].mu held.
@@ -116,6 +148,9 @@ class DenseTable final : public Table {
                         const float* backup) const;
   // What `worker` last pulled, when the table uses delay compensation.
   const float* BackupOf(uint32_t worker) const;
+  // Where a pull by `worker` records what it read (made on its first
+  // pull), or null without delay compensation.
+  float* BackupToRecord(uint32_t worker);
 
   TableConfig config_;
   const Range range_;
@@ -126,10 +161,11 @@ class DenseTable final : public Table {
   uint64_t parallel_min_ = kParallelMin;
   uint64_t chunk_ = kBlockSize;
   std::unique_ptr<Block[]> blocks_;
-  // values_[i] is global element range_.begin + i; guarded by
-  // blocks_[i / kBlockSize].mu, as is state_[i * state_width_ + k].
-  std::vector<float> values_;
+  // Local element i (global range_.begin + i) is value i % kBlockSize of
+  // blocks_[i / kBlockSize].values, guarded by that block's mu, as is
+  // state_[i * state_width_ + k].
   std::vector<float> state_;
+  std::atomic<uint64_t> lent_block_copies_{0};
 
   mutable absl::Mutex backup_mu_;  // guards the map, not the vectors' contents
   // worker -> its last pull (delay compensation only); element i guarded by

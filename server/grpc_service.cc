@@ -7,6 +7,7 @@
 #include "proto/raw_payload.h"
 #include "server/answer_buffers.h"
 #include "server/grpc_auth.h"
+#include "server/lent_values.h"
 #include "server/pull_waiters.h"
 #include "wire_convert.h"
 
@@ -164,17 +165,25 @@ grpc::ServerUnaryReactor* ParameterServerService::GetTable(
 
 namespace {
 
+// How a raw pull's large plain answer is made.
+enum class LargeAnswer {
+  kCopied,  // into a buffer from AnswerBuffers
+  kLent,    // sent from the table's memory (dense: LentValues)
+};
+
 // A raw pull: `request` parsed by protobuf (it is small), the pull run by a
-// PullReactor. A plain answer of AnswerBuffers::kMinBytes or more is
-// written once by the store into a buffer from `buffers` and sent as a
-// slice borrowing it (back to `buffers` when gRPC lets go); a smaller or
-// encoded one into the response's string, sent as a slice that owns that
-// string. Neither is copied into gRPC's buffers.
+// PullReactor. A plain answer of AnswerBuffers::kMinBytes or more is sent
+// as slices borrowing the table's own memory (kLent: no copy at all; the
+// hold released when gRPC lets go), or written once by the store into a
+// buffer from `buffers` and sent as a slice borrowing it (kCopied; back to
+// `buffers` when gRPC lets go); a smaller or encoded one goes into the
+// response's string, sent as a slice that owns that string. None is
+// copied into gRPC's buffers.
 template <typename Request, typename Response, typename Allowed>
 grpc::ServerUnaryReactor* RawPull(ShardCalls* calls,
                                   typename PullReactor<Request, Response>::Pull pull,
                                   CallExecutor* executor, AnswerBuffers* buffers,
-                                  absl::Time wait_until,
+                                  LargeAnswer large, absl::Time wait_until,
                                   const grpc::ByteBuffer* request,
                                   grpc::ByteBuffer* response,
                                   Allowed allowed) {
@@ -185,11 +194,16 @@ grpc::ServerUnaryReactor* RawPull(ShardCalls* calls,
     Response response;
     ShardCalls::ValuesRoom room;
     std::unique_ptr<AnswerBuffers::Buffer> values;  // the room, once taken
+    LentValues lent;                                // or what was lent
     bool landed = false;
   };
   auto messages = std::make_shared<Messages>();
   Messages* m = messages.get();
-  m->room = [m, buffers](uint64_t floats) -> absl::Span<float> {
+  if (large == LargeAnswer::kLent) {
+    m->room.lend = &m->lent;
+    m->room.lend_min_floats = AnswerBuffers::kMinBytes / sizeof(float);
+  }
+  m->room.take = [m, buffers](uint64_t floats) -> absl::Span<float> {
     const size_t bytes = floats * sizeof(float);
     if (bytes < AnswerBuffers::kMinBytes) return {};
     m->values = buffers->Take(bytes);
@@ -202,8 +216,25 @@ grpc::ServerUnaryReactor* RawPull(ShardCalls* calls,
   typename Reactor::Hooks hooks;
   hooks.room = &m->room;
   hooks.landed = &m->landed;
-  hooks.unanswered = [m] { m->values.reset(); };
+  hooks.unanswered = [m] {
+    m->values.reset();
+    m->lent.Clear();
+  };
   hooks.encode = [messages, response] {
+    if (messages->landed && !messages->lent.pieces.empty()) {
+      LentValues& lent = messages->lent;
+      std::vector<absl::string_view> pieces;
+      pieces.reserve(lent.pieces.size());
+      for (absl::Span<const float> piece : lent.pieces) {
+        pieces.emplace_back(reinterpret_cast<const char*>(piece.data()),
+                            piece.size() * sizeof(float));
+      }
+      const grpc::Status encoded = ToGrpcStatus(EncodeWithPayload(
+          messages->response, Response::kValuesFieldNumber, pieces,
+          [hold = std::move(lent.hold)] {}, response));
+      lent.Clear();
+      return encoded;
+    }
     if (messages->landed) {
       std::shared_ptr<AnswerBuffers::Buffer> values = std::move(messages->values);
       const absl::Span<char> bytes = values->bytes();
@@ -260,7 +291,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PullDense(
     grpc::ByteBuffer* response) {
   return RawPull<v1::PullDenseRequest, v1::PullDenseResponse>(
       &calls_, &ShardCalls::PullDense, &woken_pulls_, answer_buffers_.get(),
-      WaitUntil(*context),
+      LargeAnswer::kLent, WaitUntil(*context),
       request, response, [&](const v1::PullDenseRequest& parsed) {
         return Allow(context, Rpc::kPullDense, parsed.worker_id());
       });
@@ -292,7 +323,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PullSparse(
     grpc::ByteBuffer* response) {
   return RawPull<v1::PullSparseRequest, v1::PullSparseResponse>(
       &calls_, &ShardCalls::PullSparse, &woken_pulls_, answer_buffers_.get(),
-      WaitUntil(*context),
+      LargeAnswer::kCopied, WaitUntil(*context),
       request, response, [&](const v1::PullSparseRequest& parsed) {
         return Allow(context, Rpc::kPullSparse, parsed.worker_id());
       });

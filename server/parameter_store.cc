@@ -469,21 +469,41 @@ absl::StatusOr<absl::Span<const float>> ParameterStore::ReadGradient(
                           limits_.max_block_values);
 }
 
-absl::StatusOr<PullResult> ParameterStore::PullDense(absl::string_view table,
-                                                     uint64_t offset,
-                                                     absl::Span<float> out,
-                                                     const PullContext& ctx) {
+absl::StatusOr<PullResult> ParameterStore::ReadDense(
+    absl::string_view table, uint64_t offset, uint64_t count,
+    const PullContext& ctx,
+    absl::FunctionRef<void(DenseTable&)> read) {
   RETURN_IF_ERROR(CheckOwnershipEpoch(ctx.ownership_epoch));
   RETURN_IF_ERROR(CheckWorkerId(ctx.worker, limits_));
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                    FindKind(table, TableKind::kDense));
-  RETURN_IF_ERROR(CheckDenseRange(*entry->dense, offset, out.size(), shard_index_));
-  RETURN_IF_ERROR(CheckPullBytes(table, out.size(), 0, limits_));
+  RETURN_IF_ERROR(CheckDenseRange(*entry->dense, offset, count, shard_index_));
+  RETURN_IF_ERROR(CheckPullBytes(table, count, 0, limits_));
   RETURN_IF_ERROR(Admit(*entry, ctx.worker, PullCopyBytes(*entry)));
-  ASSIGN_OR_RETURN(PartitionRead read, ReadEntry(*entry, ctx, [&] {
-                     entry->dense->Pull(offset, out, ctx.worker);
+  ASSIGN_OR_RETURN(PartitionRead read_at, ReadEntry(*entry, ctx, [&] {
+                     read(*entry->dense);
                    }));
-  return PullResult{read.version, read.step, read.parked};
+  return PullResult{read_at.version, read_at.step, read_at.parked};
+}
+
+absl::StatusOr<PullResult> ParameterStore::PullDense(absl::string_view table,
+                                                     uint64_t offset,
+                                                     absl::Span<float> out,
+                                                     const PullContext& ctx) {
+  return ReadDense(table, offset, out.size(), ctx, [&](DenseTable& dense) {
+    dense.Pull(offset, out, ctx.worker);
+  });
+}
+
+absl::StatusOr<PullResult> ParameterStore::LendDense(absl::string_view table,
+                                                     uint64_t offset,
+                                                     uint64_t count,
+                                                     const PullContext& ctx,
+                                                     LentValues* out) {
+  out->Clear();
+  return ReadDense(table, offset, count, ctx, [&](DenseTable& dense) {
+    dense.Lend(offset, count, ctx.worker, out);
+  });
 }
 
 absl::StatusOr<PushOutcome> ParameterStore::PushDense(

@@ -46,6 +46,7 @@
 #include "common/ownership_map.h"
 #include "common/shard_map.h"
 #include "server/dense_table.h"
+#include "server/lent_values.h"
 #include "server/limits.h"
 #include "server/membership.h"
 #include "server/memory_budget.h"
@@ -235,6 +236,12 @@ class ParameterStore {
   absl::StatusOr<PullResult> PullDense(absl::string_view table, uint64_t offset,
                                        absl::Span<float> out,
                                        const PullContext& ctx = {});
+  // The same read of `count` values, lent from the table's memory instead
+  // of copied (DenseTable::Lend): `out` is filled when the result is
+  // neither an error nor parked, and left empty otherwise.
+  absl::StatusOr<PullResult> LendDense(absl::string_view table, uint64_t offset,
+                                       uint64_t count, const PullContext& ctx,
+                                       LentValues* out);
   // Dense: one slice of a push (meta.slices >= 1). `holder`, when given,
   // keeps `gradient`'s floats alive and unchanged as long as it lives: a
   // slice that waits for its push's other slices is then staged as a
@@ -361,6 +368,12 @@ class ParameterStore {
   // waiting_ first.
   absl::StatusOr<PartitionRead> ReadEntry(Entry& entry, const PullContext& ctx,
                                           absl::FunctionRef<void()> read);
+  // A dense pull's checks, then read(table) through ReadEntry: PullDense's
+  // and LendDense's common part.
+  absl::StatusOr<PullResult> ReadDense(absl::string_view table,
+                                       uint64_t offset, uint64_t count,
+                                       const PullContext& ctx,
+                                       absl::FunctionRef<void(DenseTable&)> read);
   // ReadEntry for a pull that parks rather than blocks (ctx.park set).
   absl::StatusOr<PartitionRead> ReadOrParkEntry(Entry& entry,
                                                 const PullContext& ctx,

@@ -29,6 +29,17 @@ PushMeta PushMetaOf(const Request& request, uint32_t slices,
   return meta;
 }
 
+// An answered pull's fields besides its values.
+template <typename Response>
+void SetPullFields(const PullResult& pulled, bool encoded, uint64_t incarnation,
+                   uint64_t epoch, Response* response) {
+  response->set_encoded(encoded);
+  response->set_version(pulled.version);
+  response->set_step(pulled.step);
+  response->set_server_incarnation(incarnation);
+  response->set_ownership_epoch(epoch);
+}
+
 // Answers a pull of `floats` values: `read(out)` fills them (and returns
 // the store's PullResult). Plain pulls are written straight into the room
 // `room` gives (ShardCalls::ValuesRoom; the response's bytes then stay
@@ -48,7 +59,7 @@ absl::StatusOr<ParkedPull> AnswerPull(const std::string& table, CodecKind codec,
   absl::Span<float> out;
   bool land = false;
   if (codec == CodecKind::kNone && room != nullptr && landed != nullptr) {
-    out = (*room)(floats);
+    out = room->take(floats);
     land = out.size() == floats;
   }
   if (!land && codec == CodecKind::kNone) {
@@ -74,11 +85,8 @@ absl::StatusOr<ParkedPull> AnswerPull(const std::string& table, CodecKind codec,
   if (land) *landed = true;
   traffic->CountPull(table, floats * sizeof(float),
                      land ? floats * sizeof(float) : wire->size());
-  response->set_encoded(codec != CodecKind::kNone);
-  response->set_version(pulled->version);
-  response->set_step(pulled->step);
-  response->set_server_incarnation(incarnation);
-  response->set_ownership_epoch(epoch);
+  SetPullFields(*pulled, codec != CodecKind::kNone, incarnation, epoch,
+                response);
   return ParkedPull();
 }
 
@@ -125,7 +133,8 @@ absl::Status ShardCalls::PullDenseInto(const v1::PullDenseRequest& request,
                                        absl::Time deadline,
                                        absl::Span<float> values, bool* landed,
                                        v1::PullDenseResponse* response) {
-  const ValuesRoom room = [values](uint64_t floats) {
+  ValuesRoom room;
+  room.take = [values](uint64_t floats) {
     return floats == values.size() ? values : absl::Span<float>();
   };
   return PullDense(request, deadline, nullptr, response, &room, landed)
@@ -152,6 +161,23 @@ absl::StatusOr<ParkedPull> ShardCalls::PullDense(
   RETURN_IF_ERROR(store_->SeatPuller(request.table(), request.worker_id()));
   const PullContext ctx{request.worker_id(), request.clock(), deadline, park,
                         request.ownership_epoch()};
+  if (codec == CodecKind::kNone && room != nullptr && room->lend != nullptr &&
+      landed != nullptr && *floats >= room->lend_min_floats) {
+    *landed = false;
+    absl::StatusOr<PullResult> pulled = store_->LendDense(
+        request.table(), request.offset(), *floats, ctx, room->lend);
+    if (!pulled.ok() || pulled->parked.parked()) {
+      response->Clear();
+      if (!pulled.ok()) return pulled.status();
+      return pulled->parked;
+    }
+    *landed = true;
+    const uint64_t bytes = *floats * sizeof(float);
+    traffic_.CountPull(request.table(), bytes, bytes);
+    SetPullFields(*pulled, /*encoded=*/false, incarnation_,
+                  store_->ownership().epoch(), response);
+    return ParkedPull();
+  }
   return AnswerPull(
       request.table(), codec, request.pull_bucket_size(), *floats,
       [&](absl::Span<float> out) {

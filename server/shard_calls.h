@@ -34,6 +34,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "ps.pb.h"
+#include "server/lent_values.h"
 #include "server/parameter_store.h"
 #include "server/pull_waiters.h"
 #include "server/shard_checkpointer.h"
@@ -82,18 +83,26 @@ class ShardCalls {
   absl::Status PullSparse(const v1::PullSparseRequest& request,
                           absl::Time deadline, v1::PullSparseResponse* response);
   // Where a plain (not encoded) pull's values may go instead of the
-  // response's bytes: called once per answer, after the pull's checks and
-  // before its read, with the number of floats; returns room for exactly
-  // that many (uninitialized is fine: every float is written) or an empty
-  // span to leave the values to the response.
-  using ValuesRoom = std::function<absl::Span<float>(uint64_t floats)>;
+  // response's bytes.
+  struct ValuesRoom {
+    // Called once per answer, after the pull's checks and before its read,
+    // with the number of floats; returns room for exactly that many
+    // (uninitialized is fine: every float is written) or an empty span to
+    // leave the values to the response.
+    std::function<absl::Span<float>(uint64_t floats)> take;
+    // When set, a dense pull of at least lend_min_floats values is lent
+    // here from the table's memory instead (ParameterStore::LendDense);
+    // `take` is then not called.
+    LentValues* lend = nullptr;
+    uint64_t lend_min_floats = 0;
+  };
   // The same pulls for an edge that must not block a thread: a pull that
   // has to wait is parked with *park instead (ParameterStore's
   // PullContext::park), the response is left empty and the ticket
   // returned; *park is then called once (OK: call again to answer it; any
   // other status is the call's). An empty ticket: answered (or refused).
   // With `room` and `landed` given, *landed says whether an answered pull's
-  // values went to the room (false when refused or parked).
+  // values went to the room or were lent (false when refused or parked).
   absl::StatusOr<ParkedPull> PullDense(const v1::PullDenseRequest& request,
                                        absl::Time deadline,
                                        PullWaiters::Wake* park,

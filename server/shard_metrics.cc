@@ -188,15 +188,18 @@ void WriteShardMetrics(const StoreStats& stats, const WireTraffic* traffic,
 }
 
 void WritePullAnswerMetrics(size_t in_flight_bytes, size_t kept_bytes,
-                            MetricsWriter& out) {
+                            size_t lent_bytes, MetricsWriter& out) {
   const char* kHelp =
       "Memory of large pull answers (not charged to the memory budget): "
       "in_flight holds answers being written or sent, kept is freed and "
-      "waiting for the next answers (64 MiB at most).";
+      "waiting for the next answers (64 MiB at most), lent is dense table "
+      "memory that pushes replaced while answers were still sending it.";
   out.Gauge("taups_pull_answer_bytes", kHelp, {{"state", "in_flight"}},
             static_cast<double>(in_flight_bytes));
   out.Gauge("taups_pull_answer_bytes", kHelp, {{"state", "kept"}},
             static_cast<double>(kept_bytes));
+  out.Gauge("taups_pull_answer_bytes", kHelp, {{"state", "lent"}},
+            static_cast<double>(lent_bytes));
 }
 
 MetricsRegistry::Collector ShardMetricsCollector(const ParameterStore* store,

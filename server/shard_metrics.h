@@ -35,9 +35,9 @@
 //   sparse_rows{table}, sparse_bytes{table}, sparse_row_limit{table} gauge
 //   sparse_evictions_total{table}, sparse_ttl_expired_total{table},
 //   sparse_admission_refused_total{table}                      counter
-//   pull_answer_bytes{state=in_flight|kept}                    gauge
-//     (WritePullAnswerMetrics: the shard's answer buffers, outside the
-//     memory budget)
+//   pull_answer_bytes{state=in_flight|kept|lent}               gauge
+//     (WritePullAnswerMetrics: the shard's answer buffers and the dense
+//     table memory only answers still hold, outside the memory budget)
 #ifndef TAUPS_SERVER_SHARD_METRICS_H_
 #define TAUPS_SERVER_SHARD_METRICS_H_
 
@@ -60,9 +60,11 @@ void WriteShardMetrics(const StoreStats& stats, const WireTraffic* traffic,
                        const BuildLabels& build, MetricsWriter& out);
 
 // The shard's answer buffers (server/answer_buffers.h): bytes lent to
-// answers being written or sent, and bytes kept for the next ones.
+// answers being written or sent, and bytes kept for the next ones; and
+// the table blocks that only answers being sent still hold
+// (DisplacedLentBytes, server/lent_values.h).
 void WritePullAnswerMetrics(size_t in_flight_bytes, size_t kept_bytes,
-                            MetricsWriter& out);
+                            size_t lent_bytes, MetricsWriter& out);
 
 // A collector for MetricsRegistry::Add reading `store` (and `traffic`) at
 // each scrape; both must outlive the registry.

@@ -22,6 +22,7 @@
 #include "server/grpc_auth.h"
 #include "server/grpc_health.h"
 #include "server/grpc_service.h"
+#include "server/lent_values.h"
 #include "server/listen_check.h"
 #include "common/build_info.h"
 #include "common/metrics.h"
@@ -276,7 +277,8 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
                     std::string(GetBuildInfo().build_type)}));
     state->metrics.Add([buffers = state->service->answer_buffers()](
                            MetricsWriter& out) {
-      WritePullAnswerMetrics(buffers->lent_bytes(), buffers->kept_bytes(), out);
+      WritePullAnswerMetrics(buffers->lent_bytes(), buffers->kept_bytes(),
+                             DisplacedLentBytes(), out);
     });
     absl::StatusOr<std::unique_ptr<MetricsHttpServer>> http =
         MetricsHttpServer::Start({options.metrics_host, options.metrics_port},

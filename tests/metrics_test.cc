@@ -90,7 +90,8 @@ TEST_CASE("a shard's /metrics passes promtool and moves as the shard works",
   MetricsRegistry registry;
   registry.Add(ShardMetricsCollector(&store, &traffic, {"9.9.9", "abc", "Test"}));
   registry.Add([](MetricsWriter& out) {  // as ps_server adds it
-    WritePullAnswerMetrics(size_t{1} << 20, size_t{3} << 20, out);
+    WritePullAnswerMetrics(size_t{1} << 20, size_t{3} << 20, size_t{5} << 18,
+                           out);
   });
   bool ready = false;
   auto server = MetricsHttpServer::Start({}, &registry, [&] { return ready; });
@@ -118,6 +119,7 @@ TEST_CASE("a shard's /metrics passes promtool and moves as the shard works",
   REQUIRE(s0.at("taups_pushes_total{table=\"w\"}") == 0);
   REQUIRE(s0.at("taups_pull_answer_bytes{state=\"in_flight\"}") == 1 << 20);
   REQUIRE(s0.at("taups_pull_answer_bytes{state=\"kept\"}") == 3 << 20);
+  REQUIRE(s0.at("taups_pull_answer_bytes{state=\"lent\"}") == 5 << 18);
   REQUIRE(s0.at("taups_build_info{version=\"9.9.9\",commit=\"abc\",build_type=\"Test\"}") == 1);
 
   store.Register(1, 5, absl::ZeroDuration());

@@ -18,47 +18,10 @@
 #include "common/task_pool.h"
 #include "server/dense_table.h"
 #include "server/parameter_store.h"
+#include "tests/dense_table_fixtures.h"
 
 namespace taups {
 namespace {
-
-TableConfig Config(OptimizerKind kind, uint64_t size, bool dc) {
-  TableConfig config = TableConfig::Dense("w", size);
-  config.optimizer.kind = kind;
-  config.optimizer.learning_rate = 0.05f;
-  config.initializer.kind = InitializerKind::kUniform;
-  config.initializer.scale = 0.5f;
-  config.staleness.delay_compensation = dc;
-  config.staleness.delay_compensation_lambda = 0.3f;
-  return config;
-}
-
-std::vector<float> Gradient(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  std::vector<float> g(n);
-  for (float& v : g) v = dist(rng);
-  return g;
-}
-
-// Bit-for-bit equality (a NaN equals itself, -0 differs from +0).
-bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
-}
-
-bool SameTable(const DenseTable& a, const DenseTable& b) {
-  const TableSnapshot x = a.Export();
-  const TableSnapshot y = b.Export();
-  return SameBits(x.values, y.values) && SameBits(x.state, y.state);
-}
-
-GradientPart Part(uint64_t offset, const std::vector<float>& g) {
-  GradientPart part;
-  part.offset = offset;
-  part.values = g;
-  return part;
-}
 
 // The same calls on `serial` and `parallel`, compared after each.
 void RunBoth(DenseTable& serial, DenseTable& parallel, uint64_t n) {
@@ -70,8 +33,8 @@ void RunBoth(DenseTable& serial, DenseTable& parallel, uint64_t n) {
   // Whole range, twice (Adam's shared-step path), by worker 1 whose pull
   // the delay compensation reads.
   for (uint32_t round = 0; round < 2; ++round) {
-    const std::vector<float> g = Gradient(n, 11 + round);
-    const GradientPart part = Part(0, g);
+    const std::vector<float> g = UniformGradient(n, 11 + round);
+    const GradientPart part = DensePart(0, g);
     REQUIRE(serial.UpdateStaysFinite(part, 0.75f, 1) ==
             parallel.UpdateStaysFinite(part, 0.75f, 1));
     serial.Apply(part, 0.75f, 1);
@@ -81,17 +44,17 @@ void RunBoth(DenseTable& serial, DenseTable& parallel, uint64_t n) {
   // A tail starting off any run boundary: afterwards Adam's step counts
   // differ within runs (its per-element path).
   const uint64_t from = n / 3;
-  const std::vector<float> tail = Gradient(n - from, 29);
-  serial.Apply(Part(range.begin + from, tail), 1.0f, 2);
-  parallel.Apply(Part(range.begin + from, tail), 1.0f, 2);
+  const std::vector<float> tail = UniformGradient(n - from, 29);
+  serial.Apply(DensePart(range.begin + from, tail), 1.0f, 2);
+  parallel.Apply(DensePart(range.begin + from, tail), 1.0f, 2);
   REQUIRE(SameTable(serial, parallel));
   // A sync step's buffer, applied as a mean.
   std::unique_ptr<StepBuffer> bs = serial.NewBuffer();
   std::unique_ptr<StepBuffer> bp = parallel.NewBuffer();
-  const std::vector<float> g1 = Gradient(n, 41), g2 = Gradient(n, 43);
+  const std::vector<float> g1 = UniformGradient(n, 41), g2 = UniformGradient(n, 43);
   for (StepBuffer* b : {bs.get(), bp.get()}) {
-    b->Add(Part(0, g1), 1.0f);
-    b->Add(Part(0, g2), 1.0f);
+    b->Add(DensePart(0, g1), 1.0f);
+    b->Add(DensePart(0, g2), 1.0f);
   }
   REQUIRE(serial.BufferStaysFinite(*bs, 0.5f, 1.0f) ==
           parallel.BufferStaysFinite(*bp, 0.5f, 1.0f));
@@ -114,7 +77,7 @@ TEST_CASE("a parallel apply gives the serial apply's bits for every rule") {
       for (uint64_t n : sizes) {
         SECTION(absl::StrCat("rule ", static_cast<int>(kind), " dc ", dc,
                              " n ", n)) {
-          const TableConfig config = Config(kind, n, dc);
+          const TableConfig config = DenseTestConfig(kind, n, dc);
           DenseTable serial(config, Range{0, n});
           serial.SetTaskPool(nullptr);
           DenseTable parallel(config, Range{0, n});
@@ -200,7 +163,7 @@ TEST_CASE("a push that would overflow in its last run is refused whole") {
       REQUIRE(store.GetTable("w")->version == 1);
       // Nothing of the optimizer state moved either: the next push lands
       // where it lands on a shard that never saw the refused ones.
-      std::vector<float> next = Gradient(n, 5);
+      std::vector<float> next = UniformGradient(n, 5);
       next[n - 1] = -3e38f;  // brings w (and v) back towards 0
       REQUIRE(store.PushDense("w", 0, next, Meta(4, 1)).ok());
       REQUIRE(reference.PushDense("w", 0, next, Meta(2, 1)).ok());

@@ -109,6 +109,54 @@ TEST_CASE("a raw-encoded push parses with stock protobuf to the same message") {
   }
 }
 
+TEST_CASE("a payload in several pieces is sent as one field, released once") {
+  v1::PullDenseResponse header;
+  header.set_version(7);
+  header.set_step(3);
+  header.set_server_incarnation(11);
+  const std::string whole = Bytes(3 * 1000 + 17, 5);
+  // Pieces of different sizes, empty ones among them (sent as nothing).
+  const std::vector<absl::string_view> pieces = {
+      absl::string_view(whole).substr(0, 1000), absl::string_view(),
+      absl::string_view(whole).substr(1000, 17),
+      absl::string_view(whole).substr(1017, 2000), absl::string_view()};
+  int released = 0;
+  {
+    grpc::ByteBuffer buffer;
+    REQUIRE(EncodeWithPayload(header, v1::PullDenseResponse::kValuesFieldNumber,
+                              pieces, [&] { ++released; }, &buffer)
+                .ok());
+    // One slice of header and tag, then each non-empty piece borrowed.
+    std::vector<grpc::Slice> slices;
+    REQUIRE(buffer.Dump(&slices).ok());
+    REQUIRE(slices.size() == 4);
+    CHECK(reinterpret_cast<const char*>(slices[1].begin()) == pieces[0].data());
+    CHECK(reinterpret_cast<const char*>(slices[2].begin()) == pieces[2].data());
+    CHECK(reinterpret_cast<const char*>(slices[3].begin()) == pieces[3].data());
+    v1::PullDenseResponse expected = header;
+    expected.set_values(whole);
+    v1::PullDenseResponse parsed;
+    REQUIRE(parsed.ParseFromString(Flatten(buffer)));
+    CHECK(MessageDifferencer::Equals(parsed, expected));
+    // Dropping some of the slices releases nothing: gRPC may let go of
+    // them one at a time.
+    slices.resize(2);
+    CHECK(released == 0);
+  }
+  CHECK(released == 1);
+  // All pieces empty: no field, released at once.
+  released = 0;
+  grpc::ByteBuffer empty;
+  const std::vector<absl::string_view> none(3);
+  REQUIRE(EncodeWithPayload(header, v1::PullDenseResponse::kValuesFieldNumber,
+                            none, [&] { ++released; }, &empty)
+              .ok());
+  CHECK(released == 1);
+  v1::PullDenseResponse parsed;
+  REQUIRE(parsed.ParseFromString(Flatten(empty)));
+  CHECK(MessageDifferencer::Equals(parsed, header));
+}
+
 TEST_CASE("stock protobuf bytes in any slicing decode to the header and payload") {
   const v1::PushDenseRequest request = FullRequest(Bytes(100000, 7));
   const std::string wire = request.SerializeAsString();
