@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/synchronization/mutex.h"
+#include "common/grpc_lifetime.h"
 #include "grpc_status_convert.h"
 #include "proto/raw_payload.h"
 
@@ -83,6 +84,9 @@ constexpr char kPullSparseMethod[] = "/taups.v1.ParameterServer/PullSparse";
 
 GrpcTransport::GrpcTransport(
     const std::vector<std::shared_ptr<grpc::Channel>>& channels) {
+  // Callback calls on channels made outside Client::Connect (tests, tools)
+  // need the same guard against the callback queue's shutdown race.
+  KeepCallbackQueueAlive();
   for (const std::shared_ptr<grpc::Channel>& channel : channels) {
     channels_.push_back(
         {v1::ParameterServer::NewStub(channel),
