@@ -178,6 +178,7 @@ TableInfo ParameterStore::InfoOf(const Entry& entry) const {
   info.open_step = entry.partition->open_step();
   if (entry.dense) {
     info.range = entry.dense->range();
+    info.dense_block_copies = entry.dense->lent_block_copies();
   } else {
     const SparseTable::Counters c = entry.sparse->counters();
     info.sparse_rows = c.rows;

@@ -167,6 +167,12 @@ void WriteShardMetrics(const StoreStats& stats, const WireTraffic* traffic,
     out.Gauge("taups_table_budget_bytes",
               "What the table is charged to the shard's memory budget.", table,
               info.reserved_bytes);
+    if (info.config.kind == TableKind::kDense) {
+      out.Counter("taups_dense_block_copies_total",
+                  "Blocks of 64 Ki values a push copied first because a pull "
+                  "answer was still being sent from them.",
+                  table, info.dense_block_copies);
+    }
     if (info.config.kind == TableKind::kSparse) {
       out.Gauge("taups_sparse_rows", "Rows the sparse table holds on this shard.",
                 table, info.sparse_rows);

@@ -32,6 +32,7 @@
 //   worker_closed_steps_total{table,worker}                    counter
 //   push_bytes_total{table,form=raw|wire}, pull_bytes_total{...} counter
 //   bad_blocks_total{table}                                    counter
+//   dense_block_copies_total{table}                            counter
 //   sparse_rows{table}, sparse_bytes{table}, sparse_row_limit{table} gauge
 //   sparse_evictions_total{table}, sparse_ttl_expired_total{table},
 //   sparse_admission_refused_total{table}                      counter

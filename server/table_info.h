@@ -15,6 +15,9 @@ struct TableInfo {
   uint32_t shard_index = 0;
   uint32_t num_shards = 1;
   Range range;  // dense: this shard's global range; sparse: empty
+  // Dense: lock blocks copied because a push wrote them while a pull's
+  // answer was still sending them (DenseTable::lent_block_copies).
+  uint64_t dense_block_copies = 0;
   uint64_t version = 0;
   uint64_t open_step = 0;  // sync / semi_sync
   uint64_t sparse_rows = 0;

@@ -117,12 +117,17 @@ TEST_CASE("a shard's /metrics passes promtool and moves as the shard works",
   REQUIRE(problems.empty());
   auto s0 = PrometheusSamples(before);
   REQUIRE(s0.at("taups_pushes_total{table=\"w\"}") == 0);
+  REQUIRE(s0.at("taups_dense_block_copies_total{table=\"w\"}") == 0);
   REQUIRE(s0.at("taups_pull_answer_bytes{state=\"in_flight\"}") == 1 << 20);
   REQUIRE(s0.at("taups_pull_answer_bytes{state=\"kept\"}") == 3 << 20);
   REQUIRE(s0.at("taups_pull_answer_bytes{state=\"lent\"}") == 5 << 18);
   REQUIRE(s0.at("taups_build_info{version=\"9.9.9\",commit=\"abc\",build_type=\"Test\"}") == 1);
 
   store.Register(1, 5, absl::ZeroDuration());
+  // An answer still sending the table's one block while the pushes land:
+  // the first of them copies the block, the rest write the copy.
+  LentValues sending;
+  REQUIRE(store.LendDense("w", 0, 8, PullContext{}, &sending).ok());
   const std::vector<float> g(8, 1.0f);
   for (uint64_t seq = 1; seq <= 3; ++seq) {
     PushMeta meta;
@@ -145,6 +150,8 @@ TEST_CASE("a shard's /metrics passes promtool and moves as the shard works",
   auto s1 = PrometheusSamples(after);
   REQUIRE(s1.at("taups_pushes_total{table=\"w\"}") == 4);
   REQUIRE(s1.at("taups_push_duplicates_total{table=\"w\"}") == 1);
+  REQUIRE(s1.at("taups_dense_block_copies_total{table=\"w\"}") == 1);
+  REQUIRE(sending.floats() == 8);
   REQUIRE(s1.at("taups_table_version{table=\"w\"}") == 4);
   REQUIRE(s1.at("taups_staleness_count{table=\"w\"}") == 4);
   REQUIRE(s1.at("taups_staleness_sum{table=\"w\"}") == 3);
