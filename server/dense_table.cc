@@ -390,9 +390,11 @@ absl::Status DenseTable::Import(const TableSnapshot& snapshot) {
     const size_t begin = b * kBlockSize;
     std::memcpy(WriteLocked(begin), snapshot.values.data() + begin,
                 block_length(b) * sizeof(float));
-    std::memcpy(state_.data() + begin * state_width_,
-                snapshot.state.data() + begin * state_width_,
-                block_length(b) * state_width_ * sizeof(float));
+    // std::copy, not memcpy: a stateless optimizer's state_ has no data
+    // pointer at all, and memcpy from or to null is undefined even for 0.
+    const size_t state_begin = begin * state_width_;
+    std::copy_n(snapshot.state.begin() + state_begin,
+                block_length(b) * state_width_, state_.begin() + state_begin);
   }
   return absl::OkStatus();
 }
