@@ -178,6 +178,7 @@ TEST_CASE("the dashboard and the alert rules query only exported series") {
   REQUIRE(store.PushDense("w", 0, std::vector<float>(8, 1.0f), meta).ok());
   MetricsWriter writer;
   WriteShardMetrics(store.Stats(), &traffic, {"v", "c", "t"}, writer);
+  WritePullAnswerMetrics(0, 0, 0, writer);  // ps_server adds these too
   // Worker panels query what ps_worker --metrics_port exports.
   trainer::WorkerMetrics(0, nullptr).Write(writer);
   std::set<std::string> exported;
