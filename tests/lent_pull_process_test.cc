@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "ps.grpc.pb.h"
 #include "tests/process_harness.h"
 
@@ -120,7 +120,11 @@ TEST_CASE("pulls sent from the table's memory stay whole while pushes race them"
     pullers.emplace_back([&, p] {
       auto own = StubFor(shards[0]);
       float lowest_so_far = 0.0f;
-      while (pushing.load() || answers.load() < 20) {
+      // Until the pushes are done and 20 answers came, but never forever:
+      // a shard that stops answering fails the checks below instead.
+      const absl::Time give_up = absl::Now() + absl::Seconds(60);
+      while ((pushing.load() || answers.load() < 20) && failed.load() < 100 &&
+             absl::Now() < give_up) {
         v1::PullDenseRequest request;
         request.set_table("w");
         request.set_count(kSize);
