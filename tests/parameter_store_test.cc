@@ -214,9 +214,13 @@ TEST_CASE("a shard's stats read the version with the steps it has closed") {
   REQUIRE(store.CreateTable(sync, true, &created).ok());
   constexpr uint64_t kSteps = 3000;
   std::atomic<bool> done{false};
+  std::atomic<bool> reading{false};
   std::atomic<uint64_t> failed_pushes{0};
   std::thread pusher([&] {
     const std::vector<float> g(4, 1.0f);
+    // Not before the reader runs: on a loaded machine all 3,000 pushes once
+    // landed before its first read.
+    while (!reading.load()) std::this_thread::yield();
     for (uint64_t step = 0; step < kSteps; ++step) {
       PushMeta meta = Meta(PushOrigin{0, 10, step + 1}, step, 1);
       meta.clock = step;
@@ -231,6 +235,7 @@ TEST_CASE("a shard's stats read the version with the steps it has closed") {
     const auto& [info, counters] = stats.tables.at(0);
     if (info.version != counters.steps_closed) ++mismatches;
     ++reads;
+    reading.store(true);
   }
   pusher.join();
   REQUIRE(failed_pushes.load() == 0);
