@@ -301,14 +301,6 @@ absl::Status EncodeBorrowingField(const google::protobuf::Message& message,
   return absl::OkStatus();
 }
 
-absl::Status EncodeWithOwnedPayload(const google::protobuf::MessageLite& header,
-                                    uint32_t field, std::string payload,
-                                    grpc::ByteBuffer* out) {
-  auto* owned = new std::string(std::move(payload));
-  return EncodeWithPayload(header, field, *owned, [owned] { delete owned; },
-                           out);
-}
-
 absl::Status EncodeMessage(const google::protobuf::MessageLite& message,
                            grpc::ByteBuffer* out) {
   std::string bytes;

@@ -77,12 +77,6 @@ absl::Status EncodeBorrowingField(const google::protobuf::Message& message,
                                   std::function<void()> on_release,
                                   grpc::ByteBuffer* out);
 
-// The same with a payload the buffer owns: `payload` is moved into the
-// slice and freed when gRPC lets go of it (no copy of its bytes).
-absl::Status EncodeWithOwnedPayload(const google::protobuf::MessageLite& header,
-                                    uint32_t field, std::string payload,
-                                    grpc::ByteBuffer* out);
-
 // A whole (small) message as gRPC bytes, and back: protobuf's own encoding
 // in one slice; INVALID_ARGUMENT when the bytes do not parse.
 absl::Status EncodeMessage(const google::protobuf::MessageLite& message,

@@ -4,8 +4,10 @@
 #include <functional>
 #include <optional>
 
+#include "common/log_rate_limiter.h"
 #include "proto/raw_payload.h"
 #include "server/answer_buffers.h"
+#include "server/answers_in_flight.h"
 #include "server/grpc_auth.h"
 #include "server/lent_values.h"
 #include "server/pull_waiters.h"
@@ -135,7 +137,11 @@ ParameterServerService::ParameterServerService(ParameterStore* store,
                                                uint64_t incarnation,
                                                const AuthGate* auth,
                                                absl::Duration max_wait)
-    : calls_(store, incarnation), auth_(auth), max_wait_(max_wait) {}
+    : calls_(store, incarnation),
+      auth_(auth),
+      max_wait_(max_wait),
+      answers_in_flight_(
+          AnswersInFlight::Create(store->limits().max_pull_in_flight_bytes)) {}
 
 grpc::Status ParameterServerService::Allow(
     const grpc::CallbackServerContext* context, Rpc method,
@@ -183,6 +189,7 @@ template <typename Request, typename Response, typename Allowed>
 grpc::ServerUnaryReactor* RawPull(ShardCalls* calls,
                                   typename PullReactor<Request, Response>::Pull pull,
                                   CallExecutor* executor, AnswerBuffers* buffers,
+                                  std::shared_ptr<AnswersInFlight> in_flight,
                                   LargeAnswer large, absl::Time wait_until,
                                   const grpc::ByteBuffer* request,
                                   grpc::ByteBuffer* response,
@@ -220,34 +227,56 @@ grpc::ServerUnaryReactor* RawPull(ShardCalls* calls,
     m->values.reset();
     m->lent.Clear();
   };
-  hooks.encode = [messages, response] {
-    if (messages->landed && !messages->lent.pieces.empty()) {
-      LentValues& lent = messages->lent;
+  hooks.encode = [messages, response, in_flight = std::move(in_flight)] {
+    Messages& m = *messages;
+    // Admitted at its full size before anything is sent; the admission is
+    // held by the payload's release, so it lasts until gRPC lets go.
+    const uint64_t bytes = !m.landed ? m.response.values().size()
+                           : !m.lent.pieces.empty()
+                               ? m.lent.floats() * sizeof(float)
+                               : m.values->bytes().size();
+    absl::StatusOr<std::shared_ptr<const AnswersInFlight::Admission>>
+        admitted = in_flight->Admit(bytes);
+    if (!admitted.ok()) {
+      m.values.reset();
+      m.lent.Clear();
+      m.response.clear_values();
+      LogRateLimited(DefaultLogRateLimiter(), spdlog::level::warn,
+                     "pull answers in flight at their limit",
+                     "pull of table '{}' by worker {} refused: {}",
+                     m.request.table(), m.request.worker_id(),
+                     std::string(admitted.status().message()));
+      return ToGrpcStatus(admitted.status());
+    }
+    std::shared_ptr<const AnswersInFlight::Admission> admission =
+        std::move(*admitted);
+    if (m.landed && !m.lent.pieces.empty()) {
       std::vector<absl::string_view> pieces;
-      pieces.reserve(lent.pieces.size());
-      for (absl::Span<const float> piece : lent.pieces) {
+      pieces.reserve(m.lent.pieces.size());
+      for (absl::Span<const float> piece : m.lent.pieces) {
         pieces.emplace_back(reinterpret_cast<const char*>(piece.data()),
                             piece.size() * sizeof(float));
       }
       const grpc::Status encoded = ToGrpcStatus(EncodeWithPayload(
-          messages->response, Response::kValuesFieldNumber, pieces,
-          [hold = std::move(lent.hold)] {}, response));
-      lent.Clear();
+          m.response, Response::kValuesFieldNumber, pieces,
+          [hold = std::move(m.lent.hold), admission] {}, response));
+      m.lent.Clear();
       return encoded;
     }
-    if (messages->landed) {
-      std::shared_ptr<AnswerBuffers::Buffer> values = std::move(messages->values);
-      const absl::Span<char> bytes = values->bytes();
+    if (m.landed) {
+      std::shared_ptr<AnswerBuffers::Buffer> values = std::move(m.values);
+      const absl::Span<char> room = values->bytes();
       return ToGrpcStatus(EncodeWithPayload(
-          messages->response, Response::kValuesFieldNumber,
-          absl::string_view(bytes.data(), bytes.size()), [values] {},
+          m.response, Response::kValuesFieldNumber,
+          absl::string_view(room.data(), room.size()), [values, admission] {},
           response));
     }
-    std::string values = std::move(*messages->response.mutable_values());
-    messages->response.clear_values();
-    return ToGrpcStatus(EncodeWithOwnedPayload(
-        messages->response, Response::kValuesFieldNumber, std::move(values),
-        response));
+    auto values = std::make_shared<const std::string>(
+        std::move(*m.response.mutable_values()));
+    m.response.clear_values();
+    return ToGrpcStatus(EncodeWithPayload(
+        m.response, Response::kValuesFieldNumber, *values,
+        [values, admission] {}, response));
   };
   auto* reactor = new Reactor(calls, pull, executor, &m->request,
                               &m->response, wait_until, std::move(hooks));
@@ -291,6 +320,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PullDense(
     grpc::ByteBuffer* response) {
   return RawPull<v1::PullDenseRequest, v1::PullDenseResponse>(
       &calls_, &ShardCalls::PullDense, &woken_pulls_, answer_buffers_.get(),
+      answers_in_flight_,
       LargeAnswer::kLent, WaitUntil(*context),
       request, response, [&](const v1::PullDenseRequest& parsed) {
         return Allow(context, Rpc::kPullDense, parsed.worker_id());
@@ -323,6 +353,7 @@ grpc::ServerUnaryReactor* ParameterServerService::PullSparse(
     grpc::ByteBuffer* response) {
   return RawPull<v1::PullSparseRequest, v1::PullSparseResponse>(
       &calls_, &ShardCalls::PullSparse, &woken_pulls_, answer_buffers_.get(),
+      answers_in_flight_,
       LargeAnswer::kCopied, WaitUntil(*context),
       request, response, [&](const v1::PullSparseRequest& parsed) {
         return Allow(context, Rpc::kPullSparse, parsed.worker_id());

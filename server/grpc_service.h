@@ -23,6 +23,7 @@
 #include "absl/time/time.h"
 #include "ps.grpc.pb.h"
 #include "server/answer_buffers.h"
+#include "server/answers_in_flight.h"
 #include "server/authorization.h"
 #include "server/call_executor.h"
 #include "server/parameter_store.h"
@@ -121,6 +122,11 @@ class ParameterServerService final : public ParameterServerServiceBase {
   std::shared_ptr<const AnswerBuffers> answer_buffers() const {
     return answer_buffers_;
   }
+  // The bound on pull answers not yet read (store->limits().
+  // max_pull_in_flight_bytes; for /metrics).
+  std::shared_ptr<const AnswersInFlight> answers_in_flight() const {
+    return answers_in_flight_;
+  }
 
  private:
   // OK without a gate; else the gate's answer for the caller of `context`.
@@ -136,6 +142,9 @@ class ParameterServerService final : public ParameterServerServiceBase {
   // Declared before woken_pulls_, whose pulls take from it, so it outlives
   // them.
   const std::shared_ptr<AnswerBuffers> answer_buffers_ = AnswerBuffers::Create();
+  // Every pull answer is admitted here before it is sent and holds its
+  // admission until gRPC lets go of it.
+  const std::shared_ptr<AnswersInFlight> answers_in_flight_;
   // Runs the pulls woken from their parking.
   CallExecutor woken_pulls_{2};
 };

@@ -45,6 +45,8 @@ absl::Status ServerLimits::Validate() const {
       {"max_tables", max_tables, 1, kMaxTables},
       {"max_keys_per_request", max_keys_per_request, 1, kMaxKeys},
       {"max_pull_bytes", max_pull_bytes, uint64_t{1} << 20, kMaxPullMb << 20},
+      {"max_pull_in_flight_bytes", max_pull_in_flight_bytes, uint64_t{1} << 20,
+       kMaxMb << 20},
       {"max_block_values", max_block_values, 1, kMaxBlockValues},
       {"max_name_length", max_name_length, 1, kMaxTableNameLength},
       {"max_staged_bytes", max_staged_bytes, uint64_t{1} << 20, kMaxMb << 20},
@@ -68,6 +70,12 @@ absl::Status ServerLimits::Validate() const {
         "the per-table limit (", Mb(max_table_bytes),
         " MiB, --max_table_mb) is above the shard's memory budget (",
         Mb(memory_budget_bytes), " MiB, --memory_budget_mb)"));
+  }
+  if (max_pull_in_flight_bytes < max_pull_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the bound on pull answers in flight (", Mb(max_pull_in_flight_bytes),
+        " MiB, --max_pull_in_flight_mb) is below one pull's answer (",
+        Mb(max_pull_bytes), " MiB, --max_pull_mb)"));
   }
   return absl::OkStatus();
 }

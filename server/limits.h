@@ -13,6 +13,9 @@
 //   keys in one sparse pull or push         max_keys_per_request
 //                                                   (--max_keys_per_request)
 //   bytes of one pull's answer              max_pull_bytes    (--max_pull_mb)
+//   bytes of all pull answers made and not  max_pull_in_flight_bytes
+//     yet read by their callers                  (--max_pull_in_flight_mb)
+//     (server/answers_in_flight.h; refused UNAVAILABLE, as it passes)
 //   values one encoded block decodes to     max_block_values  (--max_block_values)
 //   characters of a table name              max_name_length   (--max_table_name_length)
 //   worker ids a request may carry          max_workers       (--max_workers)
@@ -105,6 +108,8 @@ struct ServerLimits {
   uint64_t max_tables = 1024;
   uint64_t max_keys_per_request = uint64_t{1} << 22;
   uint64_t max_pull_bytes = uint64_t{256} << 20;  // 256 MiB
+  // Not below max_pull_bytes.
+  uint64_t max_pull_in_flight_bytes = uint64_t{4} << 30;  // 4 GiB
   uint64_t max_block_values = kMaxDecodedElements;  // 2^26
   uint64_t max_name_length = kMaxTableNameLength;   // 128
   uint64_t max_staged_bytes = uint64_t{1} << 30;    // 1 GiB

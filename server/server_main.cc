@@ -97,6 +97,12 @@ ABSL_FLAG(uint64_t, max_keys_per_request, uint64_t{1} << 22,
           "Most keys in one sparse pull or push.");
 ABSL_FLAG(uint64_t, max_pull_mb, 256,
           "Most MiB of one pull's answer (and at most --max_message_mb).");
+ABSL_FLAG(uint64_t, max_pull_in_flight_mb, 4096,
+          "Most MiB of pull answers made and not yet read by their callers, "
+          "in all (at least --max_pull_mb). A pull past it is refused "
+          "UNAVAILABLE, which the client library retries: a slow or stalled "
+          "reader cannot make the shard pile up answers. Large dense answers "
+          "are sent from the table's memory and count at their full size.");
 ABSL_FLAG(uint64_t, max_block_values, uint64_t{1} << 26,
           "Most values one encoded gradient block may decode to.");
 ABSL_FLAG(uint64_t, max_table_name_length, 128,
@@ -180,6 +186,7 @@ constexpr taups::FlagRange kFlagRanges[] = {
     {"max_tables", 1, taups::ServerLimits::kMaxTables},
     {"max_keys_per_request", 1, taups::ServerLimits::kMaxKeys},
     {"max_pull_mb", 1, taups::ServerLimits::kMaxPullMb},
+    {"max_pull_in_flight_mb", 1, taups::ServerLimits::kMaxMb},
     {"max_block_values", 1, taups::ServerLimits::kMaxBlockValues},
     {"max_table_name_length", 1, taups::kMaxTableNameLength},
     {"max_staged_mb", 1, taups::ServerLimits::kMaxMb},
@@ -219,6 +226,8 @@ taups::ServerLimits LimitsFromFlags() {
       std::min<uint64_t>(absl::GetFlag(FLAGS_max_pull_mb),
                          absl::GetFlag(FLAGS_max_message_mb))
       << 20;
+  limits.max_pull_in_flight_bytes = absl::GetFlag(FLAGS_max_pull_in_flight_mb)
+                                    << 20;
   limits.max_block_values = absl::GetFlag(FLAGS_max_block_values);
   limits.max_name_length = absl::GetFlag(FLAGS_max_table_name_length);
   limits.max_staged_bytes = absl::GetFlag(FLAGS_max_staged_mb) << 20;

@@ -193,19 +193,31 @@ void WriteShardMetrics(const StoreStats& stats, const WireTraffic* traffic,
   }
 }
 
-void WritePullAnswerMetrics(size_t in_flight_bytes, size_t kept_bytes,
-                            size_t lent_bytes, MetricsWriter& out) {
+void WritePullAnswerMetrics(const PullAnswerMemory& memory, MetricsWriter& out) {
   const char* kHelp =
       "Memory of large pull answers (not charged to the memory budget): "
       "in_flight holds answers being written or sent, kept is freed and "
       "waiting for the next answers (64 MiB at most), lent is dense table "
       "memory that pushes replaced while answers were still sending it.";
   out.Gauge("taups_pull_answer_bytes", kHelp, {{"state", "in_flight"}},
-            static_cast<double>(in_flight_bytes));
+            static_cast<double>(memory.buffers_in_flight));
   out.Gauge("taups_pull_answer_bytes", kHelp, {{"state", "kept"}},
-            static_cast<double>(kept_bytes));
+            static_cast<double>(memory.buffers_kept));
   out.Gauge("taups_pull_answer_bytes", kHelp, {{"state", "lent"}},
-            static_cast<double>(lent_bytes));
+            static_cast<double>(memory.displaced_lent));
+  out.Gauge("taups_pull_answers_in_flight_bytes",
+            "Bytes of every pull answer made and not yet let go by gRPC "
+            "(answers sent from a table's memory at their full size).",
+            {}, static_cast<double>(memory.admitted));
+  out.Gauge("taups_pull_answers_in_flight_limit_bytes",
+            "The most taups_pull_answers_in_flight_bytes may reach "
+            "(--max_pull_in_flight_mb; one answer alone always goes).",
+            {}, static_cast<double>(memory.admitted_limit));
+  out.Counter("taups_pull_answers_refused_total",
+              "Pulls refused UNAVAILABLE because the answers in flight were "
+              "at their limit (callers reading slowly, or too many pulls at "
+              "once); the client library retries them.",
+              {}, memory.refused);
 }
 
 MetricsRegistry::Collector ShardMetricsCollector(const ParameterStore* store,

@@ -39,6 +39,9 @@
 //   pull_answer_bytes{state=in_flight|kept|lent}               gauge
 //     (WritePullAnswerMetrics: the shard's answer buffers and the dense
 //     table memory only answers still hold, outside the memory budget)
+//   pull_answers_in_flight_bytes, pull_answers_in_flight_limit_bytes gauge
+//   pull_answers_refused_total                                 counter
+//     (every answer not yet let go, against --max_pull_in_flight_mb)
 #ifndef TAUPS_SERVER_SHARD_METRICS_H_
 #define TAUPS_SERVER_SHARD_METRICS_H_
 
@@ -60,12 +63,22 @@ struct BuildLabels {
 void WriteShardMetrics(const StoreStats& stats, const WireTraffic* traffic,
                        const BuildLabels& build, MetricsWriter& out);
 
-// The shard's answer buffers (server/answer_buffers.h): bytes lent to
-// answers being written or sent, and bytes kept for the next ones; and
-// the table blocks that only answers being sent still hold
-// (DisplacedLentBytes, server/lent_values.h).
-void WritePullAnswerMetrics(size_t in_flight_bytes, size_t kept_bytes,
-                            size_t lent_bytes, MetricsWriter& out);
+// What the shard's pull answers hold, as WritePullAnswerMetrics exports it.
+struct PullAnswerMemory {
+  // The answer buffers (server/answer_buffers.h): bytes lent to answers
+  // being written or sent, and bytes kept for the next ones.
+  uint64_t buffers_in_flight = 0;
+  uint64_t buffers_kept = 0;
+  // Table blocks that only answers being sent still hold
+  // (DisplacedLentBytes, server/lent_values.h).
+  uint64_t displaced_lent = 0;
+  // Every answer admitted and not yet let go, its bound, and the pulls
+  // refused at it (server/answers_in_flight.h).
+  uint64_t admitted = 0;
+  uint64_t admitted_limit = 0;
+  uint64_t refused = 0;
+};
+void WritePullAnswerMetrics(const PullAnswerMemory& memory, MetricsWriter& out);
 
 // A collector for MetricsRegistry::Add reading `store` (and `traffic`) at
 // each scrape; both must outlive the registry.

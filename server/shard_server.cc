@@ -275,10 +275,17 @@ absl::StatusOr<std::unique_ptr<ShardServer>> ShardServer::Start(
         BuildLabels{std::string(GetBuildInfo().version),
                     std::string(GetBuildInfo().commit),
                     std::string(GetBuildInfo().build_type)}));
-    state->metrics.Add([buffers = state->service->answer_buffers()](
+    state->metrics.Add([buffers = state->service->answer_buffers(),
+                        admitted = state->service->answers_in_flight()](
                            MetricsWriter& out) {
-      WritePullAnswerMetrics(buffers->lent_bytes(), buffers->kept_bytes(),
-                             DisplacedLentBytes(), out);
+      PullAnswerMemory memory;
+      memory.buffers_in_flight = buffers->lent_bytes();
+      memory.buffers_kept = buffers->kept_bytes();
+      memory.displaced_lent = DisplacedLentBytes();
+      memory.admitted = admitted->bytes_in_flight();
+      memory.admitted_limit = admitted->limit_bytes();
+      memory.refused = admitted->refused();
+      WritePullAnswerMetrics(memory, out);
     });
     absl::StatusOr<std::unique_ptr<MetricsHttpServer>> http =
         MetricsHttpServer::Start({options.metrics_host, options.metrics_port},

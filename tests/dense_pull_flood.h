@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,20 +80,30 @@ class DensePullFlood {
   // Every call answered OK, of `step`, holding `count` floats, each of
   // them `value`.
   bool AllAnswered(uint64_t step, float value, uint64_t count) {
+    return AnsweredWith(value, count, step) == static_cast<int>(calls_.size());
+  }
+  // Calls answered OK holding `count` floats, each of them `value` (and of
+  // `step`, when given).
+  int AnsweredWith(float value, uint64_t count,
+                   std::optional<uint64_t> step = std::nullopt) {
     absl::MutexLock lock(&mu_);
+    int n = 0;
     for (auto& call : calls_) {
       const std::string& bytes = call->response.values();
-      if (!call->done || !call->status.ok() || call->response.step() != step ||
+      if (!call->done || !call->status.ok() ||
+          (step.has_value() && call->response.step() != *step) ||
           bytes.size() != count * sizeof(float)) {
-        return false;
+        continue;
       }
-      for (uint64_t i = 0; i < count; ++i) {
+      bool all = true;
+      for (uint64_t i = 0; i < count && all; ++i) {
         float got = 0;
         std::memcpy(&got, bytes.data() + i * sizeof(float), sizeof(float));
-        if (got != value) return false;
+        all = got == value;
       }
+      n += all ? 1 : 0;
     }
-    return true;
+    return n;
   }
 
  private:

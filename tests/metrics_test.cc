@@ -90,8 +90,14 @@ TEST_CASE("a shard's /metrics passes promtool and moves as the shard works",
   MetricsRegistry registry;
   registry.Add(ShardMetricsCollector(&store, &traffic, {"9.9.9", "abc", "Test"}));
   registry.Add([](MetricsWriter& out) {  // as ps_server adds it
-    WritePullAnswerMetrics(size_t{1} << 20, size_t{3} << 20, size_t{5} << 18,
-                           out);
+    PullAnswerMemory memory;
+    memory.buffers_in_flight = uint64_t{1} << 20;
+    memory.buffers_kept = uint64_t{3} << 20;
+    memory.displaced_lent = uint64_t{5} << 18;
+    memory.admitted = uint64_t{7} << 20;
+    memory.admitted_limit = uint64_t{4} << 30;
+    memory.refused = 2;
+    WritePullAnswerMetrics(memory, out);
   });
   bool ready = false;
   auto server = MetricsHttpServer::Start({}, &registry, [&] { return ready; });
@@ -121,6 +127,10 @@ TEST_CASE("a shard's /metrics passes promtool and moves as the shard works",
   REQUIRE(s0.at("taups_pull_answer_bytes{state=\"in_flight\"}") == 1 << 20);
   REQUIRE(s0.at("taups_pull_answer_bytes{state=\"kept\"}") == 3 << 20);
   REQUIRE(s0.at("taups_pull_answer_bytes{state=\"lent\"}") == 5 << 18);
+  REQUIRE(s0.at("taups_pull_answers_in_flight_bytes") == 7 << 20);
+  REQUIRE(s0.at("taups_pull_answers_in_flight_limit_bytes") ==
+          static_cast<double>(uint64_t{4} << 30));
+  REQUIRE(s0.at("taups_pull_answers_refused_total") == 2);
   REQUIRE(s0.at("taups_build_info{version=\"9.9.9\",commit=\"abc\",build_type=\"Test\"}") == 1);
 
   store.Register(1, 5, absl::ZeroDuration());
@@ -178,7 +188,7 @@ TEST_CASE("the dashboard and the alert rules query only exported series") {
   REQUIRE(store.PushDense("w", 0, std::vector<float>(8, 1.0f), meta).ok());
   MetricsWriter writer;
   WriteShardMetrics(store.Stats(), &traffic, {"v", "c", "t"}, writer);
-  WritePullAnswerMetrics(0, 0, 0, writer);  // ps_server adds these too
+  WritePullAnswerMetrics(PullAnswerMemory{}, writer);  // ps_server adds these too
   // Worker panels query what ps_worker --metrics_port exports.
   trainer::WorkerMetrics(0, nullptr).Write(writer);
   std::set<std::string> exported;

@@ -44,18 +44,6 @@ int ThreadsOf(pid_t pid) {
   return 0;
 }
 
-int ReadPort(const std::string& path) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (absl::Now() < deadline) {
-    std::ifstream in(path);
-    int port = 0;
-    if (in >> port && port > 0) return port;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  FAIL("no port in " << path);
-  return 0;
-}
-
 // Sync over two workers: until both push for step 0, a pull at clock 1
 // waits.
 v1::ConsistencyConfig SyncOfTwo() {
@@ -79,7 +67,7 @@ struct Server {
                   "--metrics_port=0", "--stats_interval_s=0",
                   "--metrics_port_file=" + dir.path() + "/metrics.port"});
     shards = StartShards(dir.path(), 1, flags);
-    metrics_port = ReadPort(dir.path() + "/metrics.port");
+    metrics_port = ReadPortFile(dir.path() + "/metrics.port");
     stub = v1::ParameterServer::NewStub(grpc::CreateChannel(
         shards[0].address(), grpc::InsecureChannelCredentials()));
     v1::CreateTableRequest create;

@@ -125,6 +125,18 @@ std::vector<Shard> StartShards(const std::string& dir, int num_shards,
   return shards;
 }
 
+int ReadPortFile(const std::string& path) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (absl::Now() < deadline) {
+    std::ifstream in(path);
+    int port = 0;
+    if (in >> port && port > 0) return port;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  FAIL("no port in " << path);
+  return 0;
+}
+
 std::string JoinAddresses(const std::vector<Shard>& shards) {
   std::vector<std::string> addresses;
   for (const Shard& s : shards) addresses.push_back(s.address());

@@ -67,6 +67,10 @@ std::vector<Shard> StartShards(const std::string& dir, int num_shards,
                                const std::vector<std::string>& extra_args = {});
 std::string JoinAddresses(const std::vector<Shard>& shards);
 
+// The port a process wrote to `path` (--port_file, --metrics_port_file),
+// waiting up to 20 s for it; fails the test if none comes.
+int ReadPortFile(const std::string& path);
+
 // A ps_worker run: its exit code (-1000 if it did not end in time), the
 // summary JSON line and everything it printed.
 struct WorkerRun {

@@ -35,6 +35,7 @@ namespace {
 
 using testing::Process;
 using testing::Shard;
+using testing::ReadPortFile;
 using testing::StartShards;
 using testing::TempDir;
 
@@ -67,18 +68,6 @@ std::vector<float> Pull(Client& client, uint64_t* version) {
   return values;
 }
 
-int ReadPort(const std::string& path) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  int port = 0;
-  while (absl::Now() < deadline) {
-    std::ifstream in(path);
-    if (in >> port && port > 0) return port;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  FAIL("no port in " << path);
-  return 0;
-}
-
 double Metric(const std::string& text, const std::string& name) {
   for (size_t at = text.find("\n" + name + " "); at != std::string::npos;) {
     const size_t begin = at + name.size() + 2;
@@ -102,7 +91,7 @@ Started StartWithCheckpoints(const TempDir& run, const std::string& ckpt,
                              "--stats_interval_s=0"});
   Started started;
   started.shards = StartShards(run.path(), 1, extra);
-  started.metrics_port = ReadPort(run.path() + "/metrics.port");
+  started.metrics_port = ReadPortFile(run.path() + "/metrics.port");
   return started;
 }
 
@@ -249,7 +238,7 @@ Shard StartShard(const std::string& dir, int index, int count, int port,
   Shard shard;
   shard.process = std::make_unique<Process>(
       testing::BinDir() + "/ps_server", args, absl::StrCat(dir, "/shard", index, ".log"));
-  shard.port = ReadPort(port_file);
+  shard.port = ReadPortFile(port_file);
   return shard;
 }
 
@@ -526,7 +515,7 @@ TEST_CASE("a worker's /metrics counts the shard restart it rode through and its 
        "--eval_examples=256", "--batch_size=32", "--retry_budget_s=60",
        "--metrics_port=0", "--metrics_port_file=" + port_file});
   Process& worker = *workers[0];
-  httplib::Client http("127.0.0.1", ReadPort(port_file));
+  httplib::Client http("127.0.0.1", ReadPortFile(port_file));
   WaitForCheckpoint(absl::StrCat(state.path(), "/shard1"));
   const std::map<std::string, double> before = ScrapeWorker(http);
   REQUIRE(before.at("taups_worker_shard_restarts_total{shard=\"0\"}") == 0);
