@@ -33,6 +33,7 @@ absl::StatusOr<std::unique_ptr<BenchCluster>> StartLocalCluster(
     client_options.servers.push_back(absl::StrCat("127.0.0.1:", shard->port()));
     cluster->shards.push_back(std::move(shard));
   }
+  cluster->client_options = client_options;
   ASSIGN_OR_RETURN(cluster->client, Client::Connect(client_options));
   return cluster;
 }
@@ -74,6 +75,7 @@ absl::StatusOr<std::unique_ptr<BenchCluster>> StartProcessCluster(
     client_options.servers.push_back(shard->address());
     cluster->processes.push_back(std::move(shard));
   }
+  cluster->client_options = client_options;
   ASSIGN_OR_RETURN(cluster->client, Client::Connect(client_options));
   return cluster;
 }
@@ -84,6 +86,7 @@ absl::StatusOr<std::unique_ptr<BenchCluster>> AttachCluster(
   cluster->num_shards = static_cast<int>(servers.size());
   cluster->label = absl::StrCat(ShardsLabel(cluster->num_shards), " (ext)");
   client_options.servers = servers;
+  cluster->client_options = client_options;
   ASSIGN_OR_RETURN(cluster->client, Client::Connect(client_options));
   return cluster;
 }

@@ -29,6 +29,8 @@ struct BenchCluster {
   // The ps_server processes of a cluster started by StartProcessCluster.
   std::vector<std::unique_ptr<ServerProcess>> processes;
   std::unique_ptr<Client> client;
+  // What `client` was connected with (servers filled in), for more clients.
+  ClientOptions client_options;
 
   // The processes' CPU seconds so far, summed (for MeasureOptions); null
   // when the shards are not processes of this benchmark.

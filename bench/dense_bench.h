@@ -4,6 +4,12 @@
 // client's channels, mirroring the tauPS client; the same slices with no
 // copy of our own, through gRPC's generic API) and by a local memcpy. The
 // ÷ raw column and the raw CPU columns are of the fastest raw figure.
+//
+// With N clients (DenseBenchConfig::clients), N clients of each cluster,
+// each with its own worker id and channels, call at once on the same
+// table, and the raw reference runs N raw clients at once the same way;
+// a row's GB/s and calls/s are of all N together (its size cell reads
+// "16 MiB ×2").
 #ifndef TAUPS_BENCH_DENSE_BENCH_H_
 #define TAUPS_BENCH_DENSE_BENCH_H_
 
@@ -33,12 +39,15 @@ struct DenseBenchConfig {
   std::function<double()> raw_server_cpu;
   // Table names are "<prefix>dense_<bytes>".
   std::string table_prefix = "bench_";
+  // Client counts to measure, each >= 1.
+  std::vector<int> clients = {1};
 };
 
-// One row per (op, size). Progress lines go to stderr.
+// One row per (op, size, client count). `raw` holds at least as many raw
+// clients as the largest count. Progress lines go to stderr.
 absl::StatusOr<ReportTable> RunDenseBench(
     const DenseBenchConfig& config, absl::Span<BenchCluster* const> clusters,
-    RawTransferClient* raw);
+    absl::Span<RawTransferClient* const> raw);
 
 }  // namespace taups::bench
 

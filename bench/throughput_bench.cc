@@ -52,6 +52,10 @@ ABSL_FLAG(
     std::vector<std::string>, dense_sizes,
     std::vector<std::string>({"4KiB", "64KiB", "1MiB", "4MiB", "16MiB"}),
     "Dense table sizes (float32 payload per push/pull), e.g. 4KiB,16MiB.");
+ABSL_FLAG(std::vector<std::string>, dense_clients, std::vector<std::string>({"1"}),
+          "Dense rows for these numbers of clients calling at once (each its "
+          "own worker id and channels; the raw reference runs as many raw "
+          "clients), e.g. 1,2. GB/s and calls/s are of all of them together.");
 ABSL_FLAG(std::vector<std::string>, shards,
           std::vector<std::string>({"1", "2"}),
           "In-process clusters to run against, by shard count (ignored with "
@@ -111,6 +115,8 @@ struct Setup {
   // their clusters), declared before `raw`, so the client goes first.
   std::vector<std::unique_ptr<ServerProcess>> raw_process;
   std::unique_ptr<RawTransferClient> raw;
+  // More raw clients, one per client beyond the first (--dense_clients).
+  std::vector<std::unique_ptr<RawTransferClient>> more_raw;
   std::string description;
 };
 
@@ -132,8 +138,24 @@ absl::StatusOr<std::vector<size_t>> DenseSizes() {
   return sizes;
 }
 
+absl::StatusOr<std::vector<int>> DenseClients() {
+  std::vector<int> counts;
+  for (const std::string& text : absl::GetFlag(FLAGS_dense_clients)) {
+    int n = 0;
+    if (!absl::SimpleAtoi(text, &n) || n < 1 || n > 64) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--dense_clients: '", text, "' is not a client count in [1, 64]"));
+    }
+    counts.push_back(n);
+  }
+  if (counts.empty()) {
+    return absl::InvalidArgumentError("--dense_clients names no client count");
+  }
+  return counts;
+}
+
 absl::StatusOr<Setup> StartSetup(const ClientOptions& client_options,
-                                 size_t largest_download,
+                                 size_t largest_download, int raw_clients,
                                  const std::string& scratch) {
   Setup setup;
   const std::string servers = absl::GetFlag(FLAGS_servers);
@@ -199,6 +221,12 @@ absl::StatusOr<Setup> StartSetup(const ClientOptions& client_options,
   ASSIGN_OR_RETURN(
       setup.raw, RawTransferClient::Connect(raw_address,
                                             client_options.channels_per_shard));
+  for (int k = 1; k < raw_clients; ++k) {
+    ASSIGN_OR_RETURN(std::unique_ptr<RawTransferClient> more,
+                     RawTransferClient::Connect(
+                         raw_address, client_options.channels_per_shard));
+    setup.more_raw.push_back(std::move(more));
+  }
   return setup;
 }
 
@@ -211,6 +239,8 @@ std::string FlagLine() {
                    absl::StrJoin(absl::GetFlag(FLAGS_sections), ",")),
       absl::StrCat("--dense_sizes=",
                    absl::StrJoin(absl::GetFlag(FLAGS_dense_sizes), ",")),
+      absl::StrCat("--dense_clients=",
+                   absl::StrJoin(absl::GetFlag(FLAGS_dense_clients), ",")),
   };
   if (absl::GetFlag(FLAGS_servers).empty()) {
     parts.push_back(absl::StrCat(
@@ -281,6 +311,7 @@ absl::Status Run() {
                                               absl::GetFlag(FLAGS_min_iters),
                                               absl::GetFlag(FLAGS_trials));
   ASSIGN_OR_RETURN(std::vector<size_t> dense_sizes, DenseSizes());
+  ASSIGN_OR_RETURN(std::vector<int> dense_clients, DenseClients());
   ASSIGN_OR_RETURN(size_t slice_bytes,
                    ParseByteSize(absl::GetFlag(FLAGS_slice_bytes)));
 
@@ -325,8 +356,12 @@ absl::Status Run() {
   // after its server processes stopped.
   ASSIGN_OR_RETURN(std::unique_ptr<ScratchDir> scratch,
                    ScratchDir::Make("taups_bench_"));
+  const int most_clients =
+      Wants("dense")
+          ? *std::max_element(dense_clients.begin(), dense_clients.end())
+          : 1;
   ASSIGN_OR_RETURN(Setup setup, StartSetup(client_options, largest_download,
-                                           scratch->path()));
+                                           most_clients, scratch->path()));
   const std::function<double()> raw_server_cpu =
       setup.raw_process.empty()
           ? std::function<double()>()
@@ -347,9 +382,11 @@ absl::Status Run() {
     dense.raw_channels = client_options.channels_per_shard;
     dense.table_prefix = prefix;
     dense.raw_server_cpu = raw_server_cpu;
+    dense.clients = dense_clients;
+    std::vector<RawTransferClient*> raw = {setup.raw.get()};
+    for (const auto& more : setup.more_raw) raw.push_back(more.get());
     std::fprintf(stderr, "dense:\n");
-    ASSIGN_OR_RETURN(ReportTable table,
-                     RunDenseBench(dense, clusters, setup.raw.get()));
+    ASSIGN_OR_RETURN(ReportTable table, RunDenseBench(dense, clusters, raw));
     PrintTable(
         format,
         "Dense tables: PushDense / PullDense of the whole table (float32)",
