@@ -229,12 +229,14 @@ grpc::ServerUnaryReactor* RawPull(ShardCalls* calls,
   };
   hooks.encode = [messages, response, in_flight = std::move(in_flight)] {
     Messages& m = *messages;
-    // Admitted at its full size before anything is sent; the admission is
-    // held by the payload's release, so it lasts until gRPC lets go.
-    const uint64_t bytes = !m.landed ? m.response.values().size()
-                           : !m.lent.pieces.empty()
-                               ? m.lent.floats() * sizeof(float)
-                               : m.values->bytes().size();
+    // Admitted at its full size (the message's other fields, such as a
+    // sparse pull's row versions, included) before anything is sent; the
+    // admission is held by the payload's release, so it lasts until gRPC
+    // lets go.
+    const uint64_t bytes = m.response.ByteSizeLong() +
+                           (!m.landed                ? 0
+                            : !m.lent.pieces.empty() ? m.lent.floats() * sizeof(float)
+                                                     : m.values->bytes().size());
     absl::StatusOr<std::shared_ptr<const AnswersInFlight::Admission>>
         admitted = in_flight->Admit(bytes);
     if (!admitted.ok()) {
