@@ -2,7 +2,9 @@
 // of them are done, for benchmarks of N clients calling together. Lane 0
 // runs on the calling thread, lanes 1..N-1 on threads the runner keeps (no
 // thread is started per run), so tauPS and its raw reference pay the same
-// small cost per run.
+// small cost per run. Not common/task_pool.h: its caller takes tasks too
+// and may run two of them one after the other before a helper wakes,
+// which would serialize clients that are meant to call together.
 //
 // Thread-compatible: one Run at a time.
 #ifndef TAUPS_BENCH_LOCKSTEP_RUNNER_H_

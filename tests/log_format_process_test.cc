@@ -51,18 +51,6 @@ std::unique_ptr<Process> StartShard(const std::string& log,
   return process;
 }
 
-int WaitForPort(const std::string& port_file) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (absl::Now() < deadline) {
-    std::ifstream in(port_file);
-    int port = 0;
-    if (in >> port && port > 0) return port;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  FAIL("ps_server did not write " << port_file);
-  return 0;
-}
-
 // A second client under a live worker's id with another incarnation: the
 // shard warns that the first one is gone. (Both stay connected until the
 // second has registered; a client that is destroyed first leaves cleanly.)
@@ -87,7 +75,7 @@ TEST_CASE("under the journal: no timestamps, a syslog priority per line") {
   REQUIRE(stat(log.c_str(), &st) == 0);
   const std::string stream = absl::StrCat(st.st_dev, ":", st.st_ino);
   auto shard = StartShard(log, dir.path() + "/port", stream);
-  ProvokeWarning(WaitForPort(dir.path() + "/port"));
+  ProvokeWarning(ReadPortFile(dir.path() + "/port"));
   REQUIRE(shard->Stop() == 0);
   const std::string output = shard->Output();
   INFO(output);
@@ -106,7 +94,7 @@ TEST_CASE("not under the journal: a timestamp and the tag on every line") {
   // JOURNAL_STREAM inherited from a parent whose output was the journal,
   // while this process writes to a file: not the journal.
   auto shard = StartShard(dir.path() + "/shard.log", dir.path() + "/port", "1:1");
-  ProvokeWarning(WaitForPort(dir.path() + "/port"));
+  ProvokeWarning(ReadPortFile(dir.path() + "/port"));
   REQUIRE(shard->Stop() == 0);
   const std::string output = shard->Output();
   INFO(output);
