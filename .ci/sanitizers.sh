@@ -48,7 +48,8 @@ readonly ASAN_EXCLUDED
 # The core tests that link no gRPC (Debian's gRPC is not instrumented, so
 # TSan cannot judge code that calls it).
 readonly TSAN_TESTS=(partition_test consistency_test parameter_store_test
-  parked_pull_store_test parallel_apply_test dense_lend_test sparse_parallel_test
+  parked_pull_store_test parallel_apply_test dense_lend_test dense_pieces_test
+  sparse_parallel_test
   staged_complete_test answer_buffers_test answers_in_flight_test
   sparse_memory_test row_version_test optimizer_test limits_test
   shard_checkpointer_test checkpoint_store_test checkpoint_format_test

@@ -34,16 +34,22 @@ inline std::string Pack(absl::Span<const T> values) {
   return out;
 }
 
+// CheckPacked for a payload of `size` bytes held elsewhere (in pieces).
+template <typename T>
+inline absl::Status CheckPackedSize(size_t size, absl::string_view what) {
+  if (size % sizeof(T) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", size, " bytes is not a multiple of ",
+                     sizeof(T)));
+  }
+  return absl::OkStatus();
+}
+
 // Number of T in `bytes`, or INVALID_ARGUMENT naming `what` when it is not a
 // whole number of elements.
 template <typename T>
 inline absl::Status CheckPacked(absl::string_view bytes, absl::string_view what) {
-  if (bytes.size() % sizeof(T) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": ", bytes.size(), " bytes is not a multiple of ",
-                     sizeof(T)));
-  }
-  return absl::OkStatus();
+  return CheckPackedSize<T>(bytes.size(), what);
 }
 
 // Views packed bytes as elements. Requires CheckPacked<T>() to have passed.

@@ -1,6 +1,7 @@
 #include "common/float_pieces.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <cstring>
 
@@ -89,6 +90,67 @@ void ForEachFloatBytes(
     char bytes[sizeof(value)];
     std::memcpy(bytes, &value, sizeof(value));
     run(first, bytes, 1);
+  });
+}
+
+FloatPieces::FloatPieces(absl::Span<const absl::string_view> pieces) {
+  pieces_.reserve(pieces.size());
+  starts_.reserve(pieces.size());
+  for (absl::string_view piece : pieces) {
+    if (piece.empty()) continue;
+    pieces_.push_back(piece);
+    starts_.push_back(bytes_);
+    bytes_ += piece.size();
+  }
+}
+
+void FloatPieces::ForEachBytes(
+    size_t begin, size_t end,
+    absl::FunctionRef<void(size_t first, const char* bytes, size_t n)> run)
+    const {
+  assert(begin <= end && end <= floats());
+  if (begin >= end) return;
+  // The last piece that starts at or before the first byte wanted.
+  size_t piece = static_cast<size_t>(
+      std::upper_bound(starts_.begin(), starts_.end(), 4 * begin) -
+      starts_.begin() - 1);
+  size_t at = 4 * begin - starts_[piece];  // byte offset in that piece
+  size_t first = begin;
+  while (first < end) {
+    const absl::string_view p = pieces_[piece];
+    const size_t whole = std::min((p.size() - at) / 4, end - first);
+    if (whole > 0) {
+      run(first, p.data() + at, whole);
+      first += whole;
+      at += 4 * whole;
+    }
+    if (first == end) break;
+    if (at == p.size()) {
+      ++piece;
+      at = 0;
+      continue;
+    }
+    // A float whose bytes lie in this piece and the next one(s).
+    char straddling[4];
+    for (size_t have = 0; have < sizeof(straddling);) {
+      const size_t take =
+          std::min(sizeof(straddling) - have, pieces_[piece].size() - at);
+      std::memcpy(straddling + have, pieces_[piece].data() + at, take);
+      have += take;
+      at += take;
+      if (at == pieces_[piece].size()) {
+        ++piece;
+        at = 0;
+      }
+    }
+    run(first++, straddling, 1);
+  }
+}
+
+void FloatPieces::CopyTo(size_t begin, size_t end, float* out) const {
+  char* dst = reinterpret_cast<char*>(out);
+  ForEachBytes(begin, end, [&](size_t first, const char* bytes, size_t n) {
+    std::memcpy(dst + 4 * (first - begin), bytes, 4 * n);
   });
 }
 

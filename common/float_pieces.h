@@ -18,6 +18,7 @@
 #define TAUPS_COMMON_FLOAT_PIECES_H_
 
 #include <cstddef>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
@@ -53,6 +54,41 @@ void ForEachFloatRun(
 void ForEachFloatBytes(
     absl::Span<const absl::string_view> pieces,
     absl::FunctionRef<void(size_t first, const char* bytes, size_t n)> run);
+
+// A raw float tensor left in the pieces it arrived in, with where each
+// piece starts, so that any range of its floats can be walked in place
+// without walking from the first piece (a dense push's gradient, applied
+// lock block by lock block, on several threads at once).
+//
+// Thread-safety: immutable after construction; the pieces' bytes must stay
+// valid and unchanged while the object is used.
+class FloatPieces {
+ public:
+  FloatPieces() = default;
+  // `pieces` read end to end (empty ones are dropped).
+  explicit FloatPieces(absl::Span<const absl::string_view> pieces);
+
+  size_t bytes() const { return bytes_; }
+  // Whole floats; a trailing partial float is not one (callers refuse a
+  // byte count that is not a multiple of 4 before they read).
+  size_t floats() const { return bytes_ / 4; }
+  absl::Span<const absl::string_view> pieces() const { return pieces_; }
+
+  // ForEachFloatBytes over floats [begin, end) only (begin <= end <=
+  // floats()): `run(first, bytes, n)` with `first` the index in the whole
+  // tensor. The piece holding `begin` is found by binary search.
+  void ForEachBytes(
+      size_t begin, size_t end,
+      absl::FunctionRef<void(size_t first, const char* bytes, size_t n)> run)
+      const;
+  // Floats [begin, end) copied to `out` (end - begin floats).
+  void CopyTo(size_t begin, size_t end, float* out) const;
+
+ private:
+  std::vector<absl::string_view> pieces_;
+  std::vector<size_t> starts_;  // starts_[i]: byte offset of pieces_[i]
+  size_t bytes_ = 0;
+};
 
 }  // namespace taups
 

@@ -410,7 +410,7 @@ absl::Status DecodeWithPayload(const grpc::ByteBuffer& buffer, uint32_t field,
   // A copied payload needs no received slice: they are let go at once, so a
   // payload kept alive (a staged slice) holds its bytes once, not twice.
   if (payload->copied()) payload->slices_.clear();
-  if (!payload->view_.empty()) {
+  if (!payload->view_.empty() || payload->in_pieces()) {
     (payload->copied() ? payloads_copied : payloads_in_place).fetch_add(1);
   }
   return absl::OkStatus();
@@ -419,9 +419,16 @@ absl::Status DecodeWithPayload(const grpc::ByteBuffer& buffer, uint32_t field,
 void ReceivedPayload::Keep(const std::vector<absl::string_view>& pieces,
                            size_t size, PayloadMeasure measure) {
   max_abs_ = -1.0f;
+  pieces_ = FloatPieces();
   if (pieces.size() <= 1) {  // in place (a later occurrence frees a copy)
     scratch_.reset();
     view_ = pieces.empty() ? absl::string_view() : pieces[0];
+    return;
+  }
+  if (measure == PayloadMeasure::kFloatsLeftInPieces) {
+    scratch_.reset();
+    view_ = absl::string_view();
+    pieces_ = FloatPieces(pieces);
     return;
   }
   scratch_.reset(new char[size]);
@@ -435,6 +442,16 @@ void ReceivedPayload::Keep(const std::vector<absl::string_view>& pieces,
     }
   }
   view_ = absl::string_view(scratch_.get(), size);
+}
+
+void ReceivedPayload::Gather(PayloadMeasure measure) {
+  if (!in_pieces()) return;
+  const std::vector<absl::string_view> pieces(pieces_.pieces().begin(),
+                                              pieces_.pieces().end());
+  Keep(pieces, pieces_.bytes(),
+       measure == PayloadMeasure::kFloatsLeftInPieces ? PayloadMeasure::kNothing
+                                                       : measure);
+  slices_.clear();  // the copy needs none of them
 }
 
 absl::Status DecodeLeavingPayload(const grpc::ByteBuffer& buffer,

@@ -19,7 +19,9 @@
 // keeps the payload as a view into the received slices when it lies in one
 // of them, or copies it once into its own buffer when it spans several (gRPC
 // delivers a large message as many slices, one per HTTP/2 data frame, so a
-// large payload is usually copied once; `copied()` says so).
+// large payload is usually copied once; `copied()` says so), unless the
+// receiver reads floats where they lie (kFloatsLeftInPieces: a dense push's
+// gradient, then never copied).
 //
 // Thread-safety: the functions are pure; a ReceivedPayload is
 // thread-compatible.
@@ -39,6 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/float_pieces.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/message_lite.h"
 
@@ -92,6 +95,10 @@ enum class PayloadMeasure {
   // whole 4-byte groups is computed in the loop that copies them, so the
   // bytes are read once for both.
   kFloatMaxAbs,
+  // The payload is little-endian floats its receiver reads where they lie:
+  // when it spans several slices it is neither copied nor measured but left
+  // in them (ReceivedPayload::in_pieces()), until Gather() if ever.
+  kFloatsLeftInPieces,
 };
 
 class ReceivedPayload;
@@ -106,7 +113,15 @@ absl::Status DecodeWithPayload(
 // the field.
 class ReceivedPayload {
  public:
+  // The payload in one view; empty while it is left in pieces.
   absl::string_view bytes() const { return view_; }
+  // Whether the payload was left in several received slices
+  // (PayloadMeasure::kFloatsLeftInPieces); pieces() are then its bytes.
+  bool in_pieces() const { return pieces_.bytes() > 0; }
+  const FloatPieces& pieces() const { return pieces_; }
+  // Makes a payload left in pieces one buffer (bytes(); one copy, measured
+  // as `measure` says), for a reader that needs it whole; else does nothing.
+  void Gather(PayloadMeasure measure);
   // True when the payload spanned several slices and was copied once.
   bool copied() const { return scratch_ != nullptr; }
   // The payload's max |x| as floats when it was measured while copied
@@ -127,6 +142,7 @@ class ReceivedPayload {
   std::vector<grpc::Slice> slices_;
   std::unique_ptr<char[]> scratch_;  // uninitialised until gathered into
   absl::string_view view_;
+  FloatPieces pieces_;  // views into slices_ when left in pieces
   float max_abs_ = -1.0f;
 };
 

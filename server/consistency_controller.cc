@@ -53,18 +53,25 @@ absl::StatusOr<PushOutcome> ConsistencyController::Push(const PushArgs& args) {
   if (clip_norm <= 0.0f) return policy().Push(state_, args, std::move(outcome));
   double norm_sq = args.push_norm_sq;
   if (norm_sq <= 0.0) {
-    for (const GradientPart& part : args.parts) norm_sq += SquaredNorm(part.values);
+    std::vector<float> gathered;
+    for (const GradientPart& part : args.parts) {
+      norm_sq += SquaredNorm(part.Contiguous(&gathered));
+    }
   }
   const float scale = ClipScale(clip_norm, norm_sq);
   if (scale >= 1.0f) return policy().Push(state_, args, std::move(outcome));
   std::vector<std::vector<float>> clipped;
   std::vector<GradientPart> parts;
+  clipped.reserve(args.parts.size());  // parts point into its vectors
   for (const GradientPart& part : args.parts) {
-    std::vector<float>& copy =
-        clipped.emplace_back(part.values.begin(), part.values.end());
+    std::vector<float>& copy = clipped.emplace_back();
+    if (part.Contiguous(&copy).data() != copy.data()) {
+      copy.assign(part.values.begin(), part.values.end());
+    }
     for (float& v : copy) v *= scale;
     GradientPart& p = parts.emplace_back(part);
     p.values = copy;
+    p.pieces = nullptr;
     if (p.max_abs >= 0.0f) p.max_abs *= scale;
   }
   PushArgs treated = args;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/float_pieces.h"
 #include "common/initializer.h"
 #include "common/vector_math.h"
 
@@ -34,8 +35,10 @@ class DenseStepBuffer final : public StepBuffer {
  public:
   explicit DenseStepBuffer(Range range) : range_(range), sum_(range.size()) {}
   void Add(const GradientPart& part, float scale) override {
-    AddScaled(sum_.data() + (part.offset - range_.begin), part.values.data(),
-              part.values.size(), scale);
+    std::vector<float> gathered;  // only for a part left in pieces
+    const absl::Span<const float> g = part.Contiguous(&gathered);
+    AddScaled(sum_.data() + (part.offset - range_.begin), g.data(), g.size(),
+              scale);
     touched_ = true;
   }
   void AddBuffer(const StepBuffer& other, float scale) override {
@@ -264,22 +267,56 @@ void DenseTable::Lend(uint64_t offset, uint64_t count, uint32_t worker,
   out->hold = std::move(pins);
 }
 
-void DenseTable::ApplyLocal(uint64_t local, absl::Span<const float> gradient,
-                            float lr_factor, const float* backup) {
+DenseTable::LocalGradient DenseTable::LocalOf(const GradientPart& part,
+                                              uint64_t local) {
+  LocalGradient gradient;
+  gradient.local = local;
+  gradient.size = part.size();
+  gradient.pieces = part.pieces;
+  if (part.pieces == nullptr) gradient.floats = part.values.data();
+  return gradient;
+}
+
+const float* DenseTable::FloatsFor(const LocalGradient& gradient, uint64_t b,
+                                   uint64_t e, std::vector<float>* scratch) {
+  if (gradient.pieces == nullptr) return gradient.floats + (b - gradient.local);
+  scratch->resize(e - b);
+  gradient.pieces->CopyTo(b - gradient.local, e - gradient.local,
+                          scratch->data());
+  return scratch->data();
+}
+
+void DenseTable::ApplyLocal(const LocalGradient& gradient, float lr_factor,
+                            const float* backup) {
   const float lambda = dc_lambda_;
   const std::shared_ptr<CutState> cut = PendingCut();
-  ForEachRun(local, gradient.size(), [&](uint64_t run_begin, uint64_t run_end) {
-    std::vector<float> compensated;  // one per run: runs are concurrent
+  ForEachRun(gradient.local, gradient.size,
+             [&](uint64_t run_begin, uint64_t run_end) {
+    // One of each per run: runs are concurrent.
+    std::vector<float> compensated, gathered;
     ForEachBlock(run_begin, run_end, [&](uint64_t b, uint64_t e) {
       if (cut) CopyBlockLocked(*cut, b / kBlockSize);
       float* values = WriteLocked(b);
-      const float* g = gradient.data() + (b - local);
+      float* state = state_.data() + b * state_width_;
+      if (gradient.pieces != nullptr && backup == nullptr) {
+        // Straight from the received bytes, run by run (the same bits as
+        // the gathered floats: every rule is element-wise).
+        const uint64_t from = b - gradient.local;
+        gradient.pieces->ForEachBytes(
+            from, e - gradient.local,
+            [&](size_t first, const char* bytes, size_t n) {
+              const size_t at = first - from;
+              optimizer_->ApplyBytes(values + at, state + at * state_width_,
+                                     bytes, n, lr_factor);
+            });
+        return;
+      }
+      const float* g = FloatsFor(gradient, b, e, &gathered);
       if (backup != nullptr) {
         Compensate(g, values, backup + b, e - b, lambda, &compensated);
         g = compensated.data();
       }
-      optimizer_->Apply(values, state_.data() + b * state_width_, g, e - b,
-                        lr_factor);
+      optimizer_->Apply(values, state, g, e - b, lr_factor);
     });
   });
 }
@@ -301,16 +338,18 @@ const float* DenseTable::BackupOf(uint32_t worker) const {
 
 void DenseTable::Apply(const GradientPart& part, float lr_factor,
                        uint32_t worker) {
-  ApplyLocal(part.offset - range_.begin, part.values, lr_factor,
+  ApplyLocal(LocalOf(part, part.offset - range_.begin), lr_factor,
              BackupOf(worker));
 }
 
-bool DenseTable::LocalStaysFinite(uint64_t local,
-                                  absl::Span<const float> gradient,
-                                  float max_abs, float lr_factor,
-                                  const float* backup) const {
+bool DenseTable::LocalStaysFinite(const LocalGradient& gradient, float max_abs,
+                                  float lr_factor, const float* backup) const {
   if (backup == nullptr) {
-    if (max_abs < 0.0f) max_abs = MaxAbs(gradient);
+    if (max_abs < 0.0f) {
+      max_abs = gradient.pieces != nullptr
+                    ? MaxAbsOfPieces(gradient.pieces->pieces())
+                    : MaxAbs(absl::MakeConstSpan(gradient.floats, gradient.size));
+    }
     if (optimizer_->StepAlwaysFinite(max_abs, lr_factor)) return true;
   }
   const float lambda = dc_lambda_;
@@ -318,11 +357,19 @@ bool DenseTable::LocalStaysFinite(uint64_t local,
   // the others then stop early. The answer does not depend on the cut:
   // StaysFinite is exact (a proof, else a trial on copies).
   std::atomic<bool> finite{true};
-  ForEachRun(local, gradient.size(), [&](uint64_t run_begin, uint64_t run_end) {
-    std::vector<float> compensated;
+  ForEachRun(gradient.local, gradient.size,
+             [&](uint64_t run_begin, uint64_t run_end) {
+    std::vector<float> compensated, gathered;
     ForEachBlock(run_begin, run_end, [&](uint64_t b, uint64_t e) {
       if (!finite.load(std::memory_order_relaxed)) return;
-      const float* g = gradient.data() + (b - local);
+      const float* state = state_.data() + b * state_width_;
+      // A proof from the state's bounds needs no gradient floats: a
+      // gradient left in pieces is gathered only for a block it misses.
+      if (gradient.pieces != nullptr && backup == nullptr &&
+          optimizer_->StepFiniteFor(state, e - b, max_abs, lr_factor)) {
+        return;
+      }
+      const float* g = FloatsFor(gradient, b, e, &gathered);
       if (backup != nullptr) {
         Compensate(g, ReadLocked(b), backup + b, e - b, lambda, &compensated);
         if (!AllFinite(compensated)) {
@@ -331,9 +378,7 @@ bool DenseTable::LocalStaysFinite(uint64_t local,
         }
         g = compensated.data();
       }
-      if (!optimizer_->StaysFinite(ReadLocked(b),
-                                   state_.data() + b * state_width_, g, e - b,
-                                   lr_factor,
+      if (!optimizer_->StaysFinite(ReadLocked(b), state, g, e - b, lr_factor,
                                    backup == nullptr ? max_abs : -1.0f)) {
         finite.store(false, std::memory_order_relaxed);
       }
@@ -344,7 +389,7 @@ bool DenseTable::LocalStaysFinite(uint64_t local,
 
 bool DenseTable::UpdateStaysFinite(const GradientPart& part, float lr_factor,
                                    uint32_t worker) const {
-  return LocalStaysFinite(part.offset - range_.begin, part.values,
+  return LocalStaysFinite(LocalOf(part, part.offset - range_.begin),
                           part.max_abs, lr_factor, BackupOf(worker));
 }
 
@@ -354,7 +399,8 @@ bool DenseTable::BufferStaysFinite(const StepBuffer& buffer, float scale,
   if (!buffer.AllFinite()) return false;
   std::vector<float> mean = static_cast<const DenseStepBuffer&>(buffer).sum();
   for (float& v : mean) v *= scale;
-  return LocalStaysFinite(0, mean, -1.0f, lr_factor, nullptr);
+  return LocalStaysFinite(LocalGradient{0, mean.size(), mean.data(), nullptr},
+                          -1.0f, lr_factor, nullptr);
 }
 
 TableSnapshot DenseTable::Export() const {
@@ -488,7 +534,8 @@ void DenseTable::ApplyBuffer(const StepBuffer& buffer, float scale,
   if (buffer.empty()) return;
   std::vector<float> mean = static_cast<const DenseStepBuffer&>(buffer).sum();
   for (float& v : mean) v *= scale;
-  ApplyLocal(0, mean, lr_factor, nullptr);
+  ApplyLocal(LocalGradient{0, mean.size(), mean.data(), nullptr}, lr_factor,
+             nullptr);
 }
 
 }  // namespace taups

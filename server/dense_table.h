@@ -142,11 +142,24 @@ class DenseTable final : public Table {
   // elements on the pool's cores, concurrently. Returns when all are done.
   void ForEachRun(uint64_t begin, uint64_t n,
                   absl::FunctionRef<void(uint64_t, uint64_t)> fn) const;
-  void ApplyLocal(uint64_t local, absl::Span<const float> gradient,
-                  float lr_factor, const float* backup);
-  bool LocalStaysFinite(uint64_t local, absl::Span<const float> gradient,
-                        float max_abs, float lr_factor,
-                        const float* backup) const;
+  // A gradient for the local elements [local, local + size): in one array
+  // (`floats`), or left in the pieces it was received in (`pieces`, whose
+  // float 0 is element `local`).
+  struct LocalGradient {
+    uint64_t local = 0;
+    uint64_t size = 0;
+    const float* floats = nullptr;
+    const FloatPieces* pieces = nullptr;
+  };
+  static LocalGradient LocalOf(const GradientPart& part, uint64_t local);
+  // The gradient's floats for local elements [b, e) in one array: in place,
+  // or copied from the pieces into `scratch`.
+  static const float* FloatsFor(const LocalGradient& gradient, uint64_t b,
+                                uint64_t e, std::vector<float>* scratch);
+  void ApplyLocal(const LocalGradient& gradient, float lr_factor,
+                  const float* backup);
+  bool LocalStaysFinite(const LocalGradient& gradient, float max_abs,
+                        float lr_factor, const float* backup) const;
   // What `worker` last pulled, when the table uses delay compensation.
   const float* BackupOf(uint32_t worker) const;
   // Where a pull by `worker` records what it read (made on its first

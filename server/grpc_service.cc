@@ -291,7 +291,8 @@ grpc::ServerUnaryReactor* RawPull(ShardCalls* calls,
 // field is parsed by protobuf into a `Header`. `allowed(header)` is the
 // caller's authorization, `push(header, payload, answer)` the push itself;
 // the payload is shared so the push may keep it (a staged dense slice).
-// `measure` is what a gathered copy measures on the way (ReceivedPayload).
+// `measure` is what a gathered copy measures on the way, or that the payload
+// stays in the received slices (PayloadMeasure, ReceivedPayload).
 template <typename Header, typename Allowed, typename Push>
 grpc::ServerUnaryReactor* RawPush(grpc::CallbackServerContext* context,
                                   const grpc::ByteBuffer* request,
@@ -332,19 +333,26 @@ grpc::ServerUnaryReactor* ParameterServerService::PullDense(
 grpc::ServerUnaryReactor* ParameterServerService::PushDense(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     grpc::ByteBuffer* response) {
-  // A slice that waits for its push's others is staged as a reference to
-  // the received payload (StagedSlice::Holding), not a copy. A gradient
-  // gathered from several slices has its max |g| measured in the copy's
-  // loop, so the finite check does not read it again.
+  // A raw gradient that arrived in several slices (one per HTTP/2 frame)
+  // is left in them: the finite check and the apply read the floats where
+  // they lie, with no gather into one buffer. A slice that waits for its
+  // push's others is staged as a reference to the received payload
+  // (StagedSlice::Holding), not a copy. An encoded gradient is gathered
+  // for its decoder.
   return RawPush<v1::PushDenseRequest>(
       context, request, response, v1::PushDenseRequest::kGradientFieldNumber,
-      PayloadMeasure::kFloatMaxAbs,
+      PayloadMeasure::kFloatsLeftInPieces,
       [&](const v1::PushDenseRequest& header) {
         return Allow(context, Rpc::kPushDense, header.origin().worker_id());
       },
       [&](const v1::PushDenseRequest& header,
           const std::shared_ptr<ReceivedPayload>& gradient,
           v1::PushResponse* answer) {
+        if (gradient->in_pieces() && !header.encoded()) {
+          return calls_.PushDense(header, gradient->pieces(), answer,
+                                  gradient);
+        }
+        gradient->Gather(PayloadMeasure::kNothing);
         return calls_.PushDense(header, gradient->bytes(), answer, gradient,
                                 gradient->max_abs());
       });

@@ -18,6 +18,22 @@ constexpr float kSafeChange = 1e30f;
 // float roundings of a rule's step (each at most 2^-24 relative).
 constexpr double kRounding = 1.0 + 1e-6;
 
+// A rule's gradient is either aligned floats or the bytes of floats at any
+// alignment (Optimizer::ApplyBytes); each rule's Run is written once over
+// GradAt (element i) and GradFrom (the gradient from element i on). The
+// byte form loads with std::memcpy, which compiles to unaligned loads, so
+// the loops vectorise the same way.
+inline float GradAt(const float* g, size_t i) { return g[i]; }
+inline float GradAt(const char* g, size_t i) {
+  float x;
+  std::memcpy(&x, g + sizeof(float) * i, sizeof(x));
+  return x;
+}
+inline const float* GradFrom(const float* g, size_t i) { return g + i; }
+inline const char* GradFrom(const char* g, size_t i) {
+  return g + sizeof(float) * i;
+}
+
 // The largest bit pattern of each slot k < W of W-wide interleaved state,
 // in one pass, masked by masks[k]: 0x7fffffff orders |x| (sign cleared),
 // 0xffffffff keeps the sign so any negative value reads above every positive
@@ -81,6 +97,10 @@ class RuleOptimizer : public Optimizer {
              float lr_factor) const final {
     static_cast<const Rule*>(this)->Run(w, state, g, n, lr_factor);
   }
+  void ApplyBytes(float* w, float* state, const char* g_bytes, size_t n,
+                  float lr_factor) const final {
+    static_cast<const Rule*>(this)->Run(w, state, g_bytes, n, lr_factor);
+  }
   void ApplyRows(const RowBatch& batch, float lr_factor) const final {
     const Rule* rule = static_cast<const Rule*>(this);
     // Rows lie anywhere in the arena (and their gradients anywhere in the
@@ -143,10 +163,11 @@ class SgdOptimizer final : public RuleOptimizer<SgdOptimizer> {
   explicit SgdOptimizer(float lr) : lr_(lr) {}
   int state_width() const override { return 0; }
   void InitState(float*, size_t) const override {}
-  void Run(float* __restrict w, float*, const float* __restrict g, size_t n,
+  template <typename G>
+  void Run(float* __restrict w, float*, const G* __restrict g, size_t n,
            float lr_factor) const {
     const float step = lr_ * lr_factor;
-    for (size_t i = 0; i < n; ++i) w[i] -= step * g[i];
+    for (size_t i = 0; i < n; ++i) w[i] -= step * GradAt(g, i);
   }
   // Near FLT_MAX a float's spacing is 2^104 (about 2e31): a change below
   // half of it rounds back to a finite value, so |lr g| <= 1e30 never
@@ -168,14 +189,16 @@ class AdagradOptimizer final : public RuleOptimizer<AdagradOptimizer> {
   void InitState(float* state, size_t n) const override {
     std::fill(state, state + n, initial_);
   }
-  void Run(float* __restrict w, float* __restrict acc,
-           const float* __restrict g, size_t n, float lr_factor) const {
+  template <typename G>
+  void Run(float* __restrict w, float* __restrict acc, const G* __restrict g,
+           size_t n, float lr_factor) const {
     const float step = lr_ * lr_factor;
     const float eps = epsilon_;
     for (size_t i = 0; i < n; ++i) {
-      const float a = acc[i] + g[i] * g[i];
+      const float gi = GradAt(g, i);
+      const float a = acc[i] + gi * gi;
       acc[i] = a;
-      w[i] -= step * g[i] / (std::sqrt(a) + eps);
+      w[i] -= step * gi / (std::sqrt(a) + eps);
     }
   }
   // g^2 <= 1e30 cannot overflow the accumulator (see SGD), and since acc >=
@@ -199,12 +222,13 @@ class MomentumOptimizer final : public RuleOptimizer<MomentumOptimizer> {
   void InitState(float* state, size_t n) const override {
     std::fill(state, state + n, 0.0f);
   }
-  void Run(float* __restrict w, float* __restrict v, const float* __restrict g,
+  template <typename G>
+  void Run(float* __restrict w, float* __restrict v, const G* __restrict g,
            size_t n, float lr_factor) const {
     const float step = lr_ * lr_factor;
     const float mu = momentum_;
     for (size_t i = 0; i < n; ++i) {
-      const float velocity = mu * v[i] + g[i];
+      const float velocity = mu * v[i] + GradAt(g, i);
       v[i] = velocity;
       w[i] -= step * velocity;
     }
@@ -235,8 +259,9 @@ class AdamOptimizer final : public RuleOptimizer<AdamOptimizer> {
   void InitState(float* state, size_t n) const override {
     std::fill(state, state + 3 * n, 0.0f);
   }
-  void Run(float* __restrict w, float* __restrict state,
-           const float* __restrict g, size_t n, float lr_factor) const {
+  template <typename G>
+  void Run(float* __restrict w, float* __restrict state, const G* __restrict g,
+           size_t n, float lr_factor) const {
     if (n == 0) return;
     // Parameters updated together share a step count (a sparse row always,
     // a dense range nearly always): then the two bias corrections are one
@@ -282,16 +307,18 @@ class AdamOptimizer final : public RuleOptimizer<AdamOptimizer> {
   }
 
  private:
+  template <typename G>
   void RunSharedStep(float* __restrict w, float* __restrict state,
-                     const float* __restrict g, size_t n, float lr_factor,
+                     const G* __restrict g, size_t n, float lr_factor,
                      float t) const {
     const float step = lr_ * lr_factor;
     const float b1 = beta1_, b2 = beta2_, eps = epsilon_;
     const float c1 = 1.0f - std::pow(b1, t);
     const float c2 = 1.0f - std::pow(b2, t);
     for (size_t i = 0; i < n; ++i) {
-      const float m = b1 * state[3 * i] + (1.0f - b1) * g[i];
-      const float v = b2 * state[3 * i + 1] + (1.0f - b2) * g[i] * g[i];
+      const float gi = GradAt(g, i);
+      const float m = b1 * state[3 * i] + (1.0f - b1) * gi;
+      const float v = b2 * state[3 * i + 1] + (1.0f - b2) * gi * gi;
       state[3 * i] = m;
       state[3 * i + 1] = v;
       state[3 * i + 2] = t;
@@ -299,10 +326,11 @@ class AdamOptimizer final : public RuleOptimizer<AdamOptimizer> {
     }
   }
   // The same step, each element with its own count (two pows each).
-  void RunEach(float* w, float* state, const float* g, size_t n,
+  template <typename G>
+  void RunEach(float* w, float* state, const G* g, size_t n,
                float lr_factor) const {
     for (size_t i = 0; i < n; ++i) {
-      RunSharedStep(w + i, state + 3 * i, g + i, 1, lr_factor,
+      RunSharedStep(w + i, state + 3 * i, GradFrom(g, i), 1, lr_factor,
                     state[3 * i + 2] + 1.0f);
     }
   }
@@ -319,16 +347,18 @@ class FtrlOptimizer final : public RuleOptimizer<FtrlOptimizer> {
   void InitState(float* state, size_t n) const override {
     std::fill(state, state + 2 * n, 0.0f);
   }
-  void Run(float* __restrict w, float* __restrict state,
-           const float* __restrict g, size_t n, float lr_factor) const {
+  template <typename G>
+  void Run(float* __restrict w, float* __restrict state, const G* __restrict g,
+           size_t n, float lr_factor) const {
     const float alpha = alpha_ * lr_factor;
     if (alpha <= 0.0f) return;
     const float beta = beta_, l1 = l1_, l2 = l2_;
     for (size_t i = 0; i < n; ++i) {
+      const float gi = GradAt(g, i);
       const float acc = state[2 * i + 1];
-      const float acc_new = acc + g[i] * g[i];
+      const float acc_new = acc + gi * gi;
       const float sigma = (std::sqrt(acc_new) - std::sqrt(acc)) / alpha;
-      const float z = state[2 * i] + (g[i] - sigma * w[i]);
+      const float z = state[2 * i] + (gi - sigma * w[i]);
       state[2 * i] = z;
       state[2 * i + 1] = acc_new;
       // Both sides computed, one kept: a select, not a branch.

@@ -48,6 +48,11 @@ class Optimizer {
   // `lr_factor` (the staleness treatment's factor; 1 when none).
   virtual void Apply(float* w, float* state, const float* g, size_t n,
                      float lr_factor) const = 0;
+  // Apply with the gradient as n little-endian floats at `g_bytes`, any
+  // alignment (a run of a received payload, read where it lies): the same
+  // bits as Apply on the same floats. `g_bytes` must not overlap w or state.
+  virtual void ApplyBytes(float* w, float* state, const char* g_bytes,
+                          size_t n, float lr_factor) const = 0;
   // Apply on every row of `batch`, in order: one virtual call for a stripe's
   // rows instead of one per row; the same bits as row-by-row Apply.
   virtual void ApplyRows(const RowBatch& batch, float lr_factor) const = 0;

@@ -281,6 +281,19 @@ absl::StatusOr<float> ParameterStore::CheckFinite(
   return absl::InternalError("MaxAbs found a non-finite value that is not there");
 }
 
+absl::StatusOr<float> ParameterStore::CheckFinite(absl::string_view table,
+                                                  const GradientPart& part) {
+  if (part.pieces == nullptr) {
+    return CheckFinite(table, part.values, part.max_abs);
+  }
+  const float max_abs = part.max_abs >= 0.0f
+                            ? part.max_abs
+                            : MaxAbsOfPieces(part.pieces->pieces());
+  if (std::isfinite(max_abs)) return max_abs;
+  std::vector<float> gathered;  // only to name the element
+  return CheckFinite(table, part.Contiguous(&gathered), max_abs);
+}
+
 absl::StatusOr<PushOutcome> ParameterStore::PushSliceTo(
     Entry& entry, const PushMeta& meta, const GradientPart& part,
     std::shared_ptr<const void> holder) {
@@ -510,22 +523,39 @@ absl::StatusOr<PullResult> ParameterStore::LendDense(absl::string_view table,
 absl::StatusOr<PushOutcome> ParameterStore::PushDense(
     absl::string_view table, uint64_t offset, absl::Span<const float> gradient,
     const PushMeta& meta, std::shared_ptr<const void> holder, float max_abs) {
+  GradientPart part;
+  part.offset = offset;
+  part.values = gradient;
+  part.max_abs = max_abs;
+  return PushDensePart(table, meta, part, std::move(holder));
+}
+
+absl::StatusOr<PushOutcome> ParameterStore::PushDense(
+    absl::string_view table, uint64_t offset, const FloatPieces& gradient,
+    const PushMeta& meta, std::shared_ptr<const void> holder) {
+  assert(holder != nullptr);
+  GradientPart part;
+  part.offset = offset;
+  part.pieces = &gradient;
+  return PushDensePart(table, meta, part, std::move(holder));
+}
+
+absl::StatusOr<PushOutcome> ParameterStore::PushDensePart(
+    absl::string_view table, const PushMeta& meta, GradientPart part,
+    std::shared_ptr<const void> holder) {
   RETURN_IF_ERROR(CheckOwnershipEpoch(meta.ownership_epoch));
   RETURN_IF_ERROR(CheckWorkerId(meta.origin.worker_id, limits_));
   ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                    FindKind(table, TableKind::kDense));
   RETURN_IF_ERROR(
-      CheckDenseRange(*entry->dense, offset, gradient.size(), shard_index_));
+      CheckDenseRange(*entry->dense, part.offset, part.size(), shard_index_));
   RETURN_IF_ERROR(CheckPushMeta(meta, entry->dense->range().size(), table));
   RETURN_IF_ERROR(Admit(*entry, meta.origin.worker_id, 0));
-  absl::StatusOr<float> checked = CheckFinite(table, gradient, max_abs);
+  absl::StatusOr<float> checked = CheckFinite(table, part);
   if (!checked.ok()) {
     RefusePush(table, meta, checked.status());
     return checked.status();
   }
-  GradientPart part;
-  part.offset = offset;
-  part.values = gradient;
   part.max_abs = *checked;
   return PushSliceTo(*entry, meta, part, std::move(holder));
 }

@@ -252,6 +252,16 @@ class ParameterStore {
       absl::string_view table, uint64_t offset,
       absl::Span<const float> gradient, const PushMeta& meta,
       std::shared_ptr<const void> holder = nullptr, float max_abs = -1.0f);
+  // The same slice with its raw floats left in the pieces they were
+  // received in (no gather): measured (MaxAbsOfPieces) for the finite check
+  // and applied from the pieces in place. `holder` (required: not null)
+  // keeps `gradient` and the bytes it views alive and unchanged, for a
+  // slice that is staged.
+  absl::StatusOr<PushOutcome> PushDense(absl::string_view table,
+                                        uint64_t offset,
+                                        const FloatPieces& gradient,
+                                        const PushMeta& meta,
+                                        std::shared_ptr<const void> holder);
   // Sparse: rows for `keys` (each must belong to this shard) into out
   // (keys.size() * dim floats). With row_versions non-empty (keys.size()
   // entries) also each row's version (see SparseTable).
@@ -352,6 +362,15 @@ class ParameterStore {
   absl::StatusOr<float> CheckFinite(absl::string_view table,
                                     absl::Span<const float> values,
                                     float known = -1.0f);
+  // The same for a part's floats, in one array or in pieces.
+  absl::StatusOr<float> CheckFinite(absl::string_view table,
+                                    const GradientPart& part);
+  // Both PushDense forms once `part` holds the gradient: every check, then
+  // the slice to the partition.
+  absl::StatusOr<PushOutcome> PushDensePart(absl::string_view table,
+                                            const PushMeta& meta,
+                                            GradientPart part,
+                                            std::shared_ptr<const void> holder);
   // Hands one validated slice to the partition, or `refused` for it
   // (`holder`: see PushDense).
   absl::StatusOr<PushOutcome> PushSliceTo(

@@ -76,7 +76,7 @@ void PolicyState::Apply(absl::Span<const GradientPart> parts, float lr_factor,
   // path holds its lock, so nothing else runs on the table meanwhile.
   constexpr size_t kParallelValues = size_t{1} << 20;
   size_t values = 0;
-  for (const GradientPart& part : parts) values += part.values.size();
+  for (const GradientPart& part : parts) values += part.size();
   const size_t threads = std::min<size_t>(
       {parts.size(), std::max(1u, std::thread::hardware_concurrency()), 4});
   if (threads < 2 || values < kParallelValues) {

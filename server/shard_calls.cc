@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/aligned_view.h"
+#include "common/float_bytes.h"
 #include "common/status_macros.h"
 #include "common/wire_tensor.h"
 #include "wire_convert.h"
@@ -270,12 +271,43 @@ absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
       request.table(), request.offset(), *gradient, meta, std::move(holder),
       request.encoded() ? -1.0f : bytes_max_abs);
   if (!outcome.ok()) return outcome.status();
-  traffic_.CountPush(request.table(), gradient->size() * sizeof(float),
-                     gradient_bytes.size(), request.encoded());
-  ToWire(*outcome, response);
+  AnswerPush(request, gradient->size(), gradient_bytes.size(), *outcome,
+             response);
+  return absl::OkStatus();
+}
+
+absl::Status ShardCalls::PushDense(const v1::PushDenseRequest& request,
+                                   const FloatPieces& gradient,
+                                   v1::PushResponse* response,
+                                   std::shared_ptr<const void> holder) {
+  absl::ReaderMutexLock gate(&gate_);
+  RETURN_IF_ERROR(store_->CheckOwnershipEpoch(request.ownership_epoch()));
+  const PushMeta meta =
+      PushMetaOf(request, request.slices_in_push(), request.slice_index());
+  // What ReadGradient checks of raw bytes in one view (the table's kind is
+  // checked by the store).
+  if (absl::Status whole =
+          CheckPackedSize<float>(gradient.bytes(), "PushDense gradient");
+      !whole.ok()) {
+    store_->RefusePush(request.table(), meta, whole);
+    return whole;
+  }
+  absl::StatusOr<PushOutcome> outcome = store_->PushDense(
+      request.table(), request.offset(), gradient, meta, std::move(holder));
+  if (!outcome.ok()) return outcome.status();
+  AnswerPush(request, gradient.floats(), gradient.bytes(), *outcome, response);
+  return absl::OkStatus();
+}
+
+void ShardCalls::AnswerPush(const v1::PushDenseRequest& request,
+                            uint64_t floats, uint64_t wire_bytes,
+                            const PushOutcome& outcome,
+                            v1::PushResponse* response) {
+  traffic_.CountPush(request.table(), floats * sizeof(float), wire_bytes,
+                     request.encoded());
+  ToWire(outcome, response);
   response->set_server_incarnation(incarnation_);
   response->set_ownership_epoch(store_->ownership().epoch());
-  return absl::OkStatus();
 }
 
 absl::Status ShardCalls::PushSparse(const v1::PushSparseRequest& request,

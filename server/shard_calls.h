@@ -80,6 +80,14 @@ class ShardCalls {
                          v1::PushResponse* response,
                          std::shared_ptr<const void> holder = nullptr,
                          float bytes_max_abs = -1.0f);
+  // The same push with a raw (not encoded: the caller checks) gradient
+  // left in the pieces it was received in (FloatPieces), read there by the
+  // finite check and the apply. `holder` (not null) keeps `gradient` and
+  // its bytes alive and unchanged as long as it lives, for a staged slice.
+  absl::Status PushDense(const v1::PushDenseRequest& request,
+                         const FloatPieces& gradient,
+                         v1::PushResponse* response,
+                         std::shared_ptr<const void> holder);
   absl::Status PullSparse(const v1::PullSparseRequest& request,
                           absl::Time deadline, v1::PullSparseResponse* response);
   // Where a plain (not encoded) pull's values may go instead of the
@@ -177,6 +185,11 @@ class ShardCalls {
   const WireTraffic& traffic() const { return traffic_; }
 
  private:
+  // A dense push's answer once the store took it: counted, on the wire.
+  void AnswerPush(const v1::PushDenseRequest& request, uint64_t floats,
+                  uint64_t wire_bytes, const PushOutcome& outcome,
+                  v1::PushResponse* response);
+
   ParameterStore* const store_;
   std::atomic<uint64_t> incarnation_;  // changed only by Rollback
   WireTraffic traffic_;

@@ -29,6 +29,7 @@ GradientPart StagedSlice::AsPart() const {
   part.offset = offset;
   part.keys = keys;
   part.values = holder != nullptr ? held : absl::Span<const float>(values);
+  if (holder != nullptr) part.pieces = held_pieces;
   part.max_abs = max_abs;
   return part;
 }
@@ -38,7 +39,12 @@ StagedSlice StagedSlice::CopyOf(uint32_t index, const GradientPart& part) {
   slice.index = index;
   slice.offset = part.offset;
   slice.keys.assign(part.keys.begin(), part.keys.end());
-  slice.values.assign(part.values.begin(), part.values.end());
+  if (part.pieces != nullptr) {
+    slice.values.resize(part.pieces->floats());
+    part.pieces->CopyTo(0, slice.values.size(), slice.values.data());
+  } else {
+    slice.values.assign(part.values.begin(), part.values.end());
+  }
   slice.max_abs = part.max_abs;
   return slice;
 }
@@ -51,6 +57,7 @@ StagedSlice StagedSlice::Holding(uint32_t index, const GradientPart& part,
   slice.offset = part.offset;
   slice.holder = std::move(holder);
   slice.held = part.values;
+  slice.held_pieces = part.pieces;
   slice.max_abs = part.max_abs;
   return slice;
 }
@@ -80,7 +87,7 @@ absl::StatusOr<StagedPushes::Added> StagedPushes::Add(
   } else if (header.slices == 1) {
     return Added::kComplete;
   }
-  const uint64_t bytes = part.values.size() * sizeof(float) +
+  const uint64_t bytes = part.size() * sizeof(float) +
                          part.keys.size() * sizeof(uint64_t);
   if (bytes_ + bytes > max_bytes_) {
     return absl::ResourceExhaustedError(absl::StrCat(

@@ -40,7 +40,7 @@ struct PushHeader {
 
 // One staged slice: a dense slice's offset and values (or a sparse slice's
 // keys and rows), copied into `values`, or (dense only) left where they lie
-// in `held`, which `holder` keeps alive and unchanged.
+// in `held` or `held_pieces`, which `holder` keeps alive and unchanged.
 struct StagedSlice {
   uint32_t index = 0;
   uint64_t offset = 0;
@@ -48,6 +48,7 @@ struct StagedSlice {
   std::vector<float> values;
   std::shared_ptr<const void> holder;
   absl::Span<const float> held;
+  const FloatPieces* held_pieces = nullptr;
   float max_abs = -1.0f;
   GradientPart AsPart() const;
   // A copy of `part` as slice `index`.
@@ -58,8 +59,9 @@ struct StagedSlice {
   static StagedSlice Holding(uint32_t index, const GradientPart& part,
                              std::shared_ptr<const void> holder);
   uint64_t bytes() const {
-    return (values.size() + held.size()) * sizeof(float) +
-           keys.size() * sizeof(uint64_t);
+    const size_t floats = values.size() + held.size() +
+                          (held_pieces != nullptr ? held_pieces->floats() : 0);
+    return floats * sizeof(float) + keys.size() * sizeof(uint64_t);
   }
 };
 

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "common/float_pieces.h"
 #include "server/push_types.h"
 #include "taups/table_config.h"
 
@@ -29,16 +30,34 @@ struct RowTauSink {
 };
 
 // One piece of a gradient. Dense: `values` for elements [offset, offset +
-// values.size()). Sparse: `values` holds keys.size() rows of `dim` floats;
-// with `row_tau` set, Apply measures each row's tau into it, atomically with
-// the update (step buffers ignore it).
+// values.size()), or, with `pieces` set, the floats of `pieces` (a raw
+// gradient left in the buffers it was received in) and `values` empty.
+// Sparse: `values` holds keys.size() rows of `dim` floats; with `row_tau`
+// set, Apply measures each row's tau into it, atomically with the update
+// (step buffers ignore it).
 struct GradientPart {
   uint64_t offset = 0;
   absl::Span<const uint64_t> keys;
   absl::Span<const float> values;
+  const FloatPieces* pieces = nullptr;  // dense only; not owned
   RowTauSink* row_tau = nullptr;
-  // max |values[i]| when the caller measured it (MaxAbs), else negative.
+  // max |g| over the part's floats when the caller measured it (MaxAbs),
+  // else negative.
   float max_abs = -1.0f;
+
+  // Floats in the part.
+  size_t size() const {
+    return pieces != nullptr ? pieces->floats() : values.size();
+  }
+  // The part's floats in one array: `values`, or the pieces copied into
+  // `scratch` (for the uses that need them together: clipping, step sums,
+  // delay compensation, a trial of the step).
+  absl::Span<const float> Contiguous(std::vector<float>* scratch) const {
+    if (pieces == nullptr) return values;
+    scratch->resize(pieces->floats());
+    pieces->CopyTo(0, pieces->floats(), scratch->data());
+    return *scratch;
+  }
 };
 
 // The contents of a table part, copied out by Table::Export and loaded by

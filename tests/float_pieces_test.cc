@@ -53,11 +53,13 @@ std::vector<uint32_t> RunBits(const std::vector<absl::string_view>& pieces) {
   return bits;
 }
 
-// The same through ForEachFloatBytes.
-std::vector<uint32_t> ByteRunBits(const std::vector<absl::string_view>& pieces) {
+// The floats a walk of byte runs hands its `run`, checking the runs are
+// consecutive from float `begin` on: walk(run) calls run(first, bytes, n).
+template <typename Walk>
+std::vector<uint32_t> WalkedBits(size_t begin, Walk walk) {
   std::vector<uint32_t> bits;
-  ForEachFloatBytes(pieces, [&](size_t first, const char* bytes, size_t n) {
-    REQUIRE(first == bits.size());
+  walk([&](size_t first, const char* bytes, size_t n) {
+    REQUIRE(first == begin + bits.size());
     REQUIRE(n > 0);
     for (size_t i = 0; i < n; ++i) {
       uint32_t b;
@@ -66,6 +68,11 @@ std::vector<uint32_t> ByteRunBits(const std::vector<absl::string_view>& pieces) 
     }
   });
   return bits;
+}
+
+// The same through ForEachFloatBytes.
+std::vector<uint32_t> ByteRunBits(const std::vector<absl::string_view>& pieces) {
+  return WalkedBits(0, [&](auto run) { ForEachFloatBytes(pieces, run); });
 }
 
 std::vector<uint32_t> Bits(const std::vector<float>& floats) {
@@ -153,6 +160,47 @@ TEST_CASE("an aligned piece is handed out in place, a misaligned one bounced") {
       REQUIRE(runs == (3000 + kFloatRunBounce - 1) / kFloatRunBounce);
       REQUIRE(!in_place);
     }
+  }
+}
+
+// The floats FloatPieces hands out for [begin, end).
+std::vector<uint32_t> RangeBits(const FloatPieces& pieces, size_t begin,
+                                size_t end) {
+  return WalkedBits(begin,
+                    [&](auto run) { pieces.ForEachBytes(begin, end, run); });
+}
+
+TEST_CASE("any range of FloatPieces reads the gathered tensor's floats") {
+  std::mt19937 rng(21);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int round = 0; round < 300; ++round) {
+    std::vector<float> v(1 + rng() % 700);
+    for (float& x : v) x = normal(rng);
+    // Pieces of 0 to 23 bytes (empty ones included), or a few large ones.
+    std::uniform_int_distribution<size_t> cut(0, round % 3 == 0 ? 900 : 23);
+    std::vector<uint32_t> storage;
+    const auto cuts = Cut(v, round % 4, 0, [&](size_t) { return cut(rng); },
+                          &storage);
+    const FloatPieces pieces(cuts);
+    INFO("round " << round << " floats " << v.size());
+    REQUIRE(pieces.floats() == v.size());
+    REQUIRE(pieces.bytes() == 4 * v.size());
+    for (const absl::string_view piece : pieces.pieces()) {
+      REQUIRE(!piece.empty());  // empty ones are dropped
+    }
+    const std::vector<uint32_t> all = Bits(v);
+    for (int k = 0; k < 20; ++k) {
+      size_t begin = rng() % (v.size() + 1);
+      size_t end = rng() % (v.size() + 1);
+      if (begin > end) std::swap(begin, end);
+      INFO("range [" << begin << ", " << end << ")");
+      const std::vector<uint32_t> want(all.begin() + begin, all.begin() + end);
+      REQUIRE(RangeBits(pieces, begin, end) == want);
+      std::vector<float> copied(end - begin, -7.0f);
+      pieces.CopyTo(begin, end, copied.data());
+      REQUIRE(Bits(copied) == want);
+    }
+    REQUIRE(RangeBits(pieces, 0, v.size()) == all);
   }
 }
 

@@ -78,6 +78,33 @@ TEST_CASE("vectorised rules give the scalar reference's bits") {
   }
 }
 
+TEST_CASE("ApplyBytes reads the gradient at any alignment and gives Apply's bits") {
+  std::mt19937 rng(17);
+  for (OptimizerKind kind : kKinds) {
+    auto opt = MakeOptimizer(ConfigOf(kind));
+    for (size_t n : {1, 5, 16, 33, 1000}) {
+      for (size_t shift = 0; shift < 4; ++shift) {
+        Run mine = RandomRun(*opt, n, rng);
+        Run ref = mine;
+        // The gradient's bytes `shift` bytes past an aligned address.
+        std::vector<char> bytes(4 * n + 8);
+        char* at = bytes.data() + shift;
+        for (int step = 0; step < 3; ++step) {
+          // Adam: from step 2 on, parameters with different step counts.
+          const size_t count = step == 1 ? n / 2 + 1 : n;
+          std::memcpy(at, mine.g.data(), 4 * n);
+          opt->ApplyBytes(mine.w.data(), mine.state.data(), at, count, 0.7f);
+          opt->Apply(ref.w.data(), ref.state.data(), ref.g.data(), count, 0.7f);
+          INFO("rule " << static_cast<int>(kind) << " n " << n << " shift "
+                       << shift << " step " << step);
+          REQUIRE(SameBits(mine.w, ref.w));
+          REQUIRE(SameBits(mine.state, ref.state));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("ApplyRows updates each row as Apply would") {
   std::mt19937 rng(11);
   constexpr uint32_t kDim = 16;

@@ -19,6 +19,7 @@
 #include "server/dense_table.h"
 #include "server/parameter_store.h"
 #include "tests/dense_table_fixtures.h"
+#include "tests/store_pull_all.h"
 
 namespace taups {
 namespace {
@@ -121,12 +122,6 @@ PushMeta Meta(uint64_t seq, uint64_t base_version) {
   meta.origin = PushOrigin{0, 1, seq};
   meta.base_version = base_version;
   return meta;
-}
-
-std::vector<float> PullAll(ParameterStore& store, uint64_t n) {
-  std::vector<float> out(n);
-  REQUIRE(store.PullDense("w", 0, absl::MakeSpan(out)).ok());
-  return out;
 }
 
 TEST_CASE("a push that would overflow in its last run is refused whole") {

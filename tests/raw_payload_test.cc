@@ -222,6 +222,51 @@ TEST_CASE("a gathered float payload is measured in the copy, floats straddling s
   }
 }
 
+TEST_CASE("floats left in pieces are not copied until gathered, and a gather measures") {
+  const v1::PushDenseRequest request = FullRequest(Bytes(40000, 5));
+  const std::string wire = request.SerializeAsString();
+  v1::PushDenseRequest expected_header = request;
+  expected_header.clear_gradient();
+  for (size_t piece : {size_t{5}, size_t{999}, size_t{16384}, wire.size()}) {
+    INFO("piece " << piece);
+    const PayloadCopyCounts before = ReceivedPayloadCounts();
+    v1::PushDenseRequest header;
+    ReceivedPayload payload;
+    REQUIRE(DecodeWithPayload(Sliced(wire, piece), kGradient, &header, &payload,
+                              PayloadMeasure::kFloatsLeftInPieces)
+                .ok());
+    CHECK(MessageDifferencer::Equals(header, expected_header));
+    CHECK(!payload.copied());
+    CHECK(ReceivedPayloadCounts().in_place - before.in_place == 1);
+    CHECK(ReceivedPayloadCounts().copied == before.copied);
+    if (piece == wire.size()) {  // one slice: a view, as before
+      CHECK(!payload.in_pieces());
+      CHECK(payload.bytes() == request.gradient());
+      continue;
+    }
+    REQUIRE(payload.in_pieces());
+    CHECK(payload.bytes().empty());
+    const FloatPieces& pieces = payload.pieces();
+    REQUIRE(pieces.bytes() == request.gradient().size());
+    std::string joined;
+    for (absl::string_view p : pieces.pieces()) joined.append(p.data(), p.size());
+    CHECK(joined == request.gradient());
+    // Gathered on demand: one copy, measured, the pieces let go.
+    payload.Gather(PayloadMeasure::kFloatMaxAbs);
+    CHECK(!payload.in_pieces());
+    CHECK(payload.copied());
+    CHECK(payload.bytes() == request.gradient());
+    std::vector<float> floats(request.gradient().size() / 4);
+    std::memcpy(floats.data(), request.gradient().data(), 4 * floats.size());
+    float expected = 0.0f;
+    for (float x : floats) {
+      expected = std::isfinite(x) ? std::max(expected, std::abs(x))
+                                  : std::numeric_limits<float>::infinity();
+    }
+    CHECK(payload.max_abs() == expected);
+  }
+}
+
 TEST_CASE("PieceReader reads a sliced payload front to back in any step sizes") {
   const v1::PushDenseRequest request = FullRequest(Bytes(50000, 3));
   const std::string& want = request.gradient();
@@ -473,8 +518,8 @@ TEST_CASE("a stock generated stub pushes to and pulls from a raw shard") {
   }
 }
 
-TEST_CASE("a NaN or Inf in a payload gathered from many frames is refused, naming its element") {
-  constexpr uint64_t kN = 300000;  // 1.2 MB: gathered from many HTTP/2 frames
+TEST_CASE("a NaN or Inf in a payload of many frames is refused, naming its element") {
+  constexpr uint64_t kN = 300000;  // 1.2 MB: many HTTP/2 frames
   InProcessCluster cluster(1);
   auto client = cluster.Connect(0);
   TableConfig config = TableConfig::Dense("w", kN);
@@ -514,8 +559,10 @@ TEST_CASE("a NaN or Inf in a payload gathered from many frames is refused, namin
     CHECK(status.error_message() ==
           absl::StrCat("table 'w': ", bad.named,
                        "; NaN/Inf gradients are refused and nothing was applied"));
-    // The payload took the gathering (measured) path.
-    CHECK(ReceivedPayloadCounts().copied - before.copied == 1);
+    // The payload was left in the received frames and measured there (no
+    // gather).
+    CHECK(ReceivedPayloadCounts().in_place - before.in_place == 1);
+    CHECK(ReceivedPayloadCounts().copied == before.copied);
   }
   // Nothing was applied.
   std::vector<float> pulled(kN, -1.0f);

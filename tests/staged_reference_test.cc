@@ -13,6 +13,7 @@
 
 #include "server/parameter_store.h"
 #include "server/staged_pushes.h"
+#include "tests/store_pull_all.h"
 
 namespace taups {
 namespace {
@@ -68,12 +69,6 @@ PushMeta Slice(uint64_t seq, uint32_t index) {
   meta.slices = 3;
   meta.slice_index = index;
   return meta;
-}
-
-Floats PullAll(ParameterStore& store, uint64_t n) {
-  Floats out(n);
-  REQUIRE(store.PullDense("w", 0, absl::MakeSpan(out)).ok());
-  return out;
 }
 
 TEST_CASE("a push staged by reference applies the bits of one staged by copy") {
