@@ -185,6 +185,38 @@ TEST_CASE("a multi-slice push in pieces is staged by reference and lands as the 
   REQUIRE(SameBits(PullAll(from_pieces, n), PullAll(from_arrays, n)));
 }
 
+TEST_CASE("clipped and sync pushes in pieces land as the arrays do") {
+  // Clipping scales a gathered copy; a sync step sums the parts into its
+  // buffer: both gather a gradient left in pieces first.
+  const uint64_t n = 4000;
+  for (bool sync : {false, true}) {
+    TableConfig config = DenseTestConfig(OptimizerKind::kMomentum, n, false);
+    config.staleness.clip_norm = 3.0f;  // the uniform gradients' norm is ~73
+    if (sync) {
+      config.consistency.kind = ConsistencyKind::kSync;
+      config.consistency.num_workers = 1;
+    }
+    ParameterStore from_pieces(0, 1), from_arrays(0, 1);
+    bool created = false;
+    for (ParameterStore* store : {&from_pieces, &from_arrays}) {
+      store->Register(1, 1, absl::ZeroDuration());  // SliceOf's worker
+      REQUIRE(store->CreateTable(config, true, &created).ok());
+    }
+    for (uint64_t seq = 1; seq <= 3; ++seq) {
+      const std::vector<float> g = UniformGradient(n, 70 + seq);
+      auto received = std::make_shared<const ReceivedFloats>(g, 3, 61, seq);
+      PushMeta meta = SliceOf(seq, 0, 1);
+      meta.clock = seq - 1;  // the sync step each push belongs to
+      INFO("sync " << sync << " push " << seq);
+      REQUIRE(from_pieces.PushDense("w", 0, received->pieces(), meta, received)
+                  .ok());
+      REQUIRE(from_arrays.PushDense("w", 0, g, meta).ok());
+    }
+    REQUIRE(from_pieces.GetTable("w")->version == 3);
+    REQUIRE(SameBits(PullAll(from_pieces, n), PullAll(from_arrays, n)));
+  }
+}
+
 TEST_CASE("a NaN in a later piece refuses the whole push and names the element") {
   const uint64_t n = 3000;
   const TableConfig config = DenseTestConfig(OptimizerKind::kSgd, n, false);
