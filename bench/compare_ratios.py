@@ -4,8 +4,8 @@
     bench/compare_ratios.py BASE_1 HEAD_1 [BASE_2 HEAD_2 ...]
 
 Each argument is the output of `throughput_bench --format=markdown` (for
-instance the files bench/compare_commits.sh keeps under results/), given in
-the order the runs alternated: a base run, then the head run after it. For
+instance the files bench/compare_commits.sh keeps under results/), given
+round by round: a base run, then the head run of the same round. For
 every figure both sides report (dense: GB/s of each cluster column; sparse:
 GB/s of each op, key set and cluster) it prints HEAD / BASE of each pair and
 their median. Older benchmark builds print other columns beside these; only
