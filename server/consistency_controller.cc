@@ -65,11 +65,7 @@ absl::StatusOr<PushOutcome> ConsistencyController::Push(const PushArgs& args) {
   clipped.reserve(args.parts.size());  // parts point into its vectors
   for (const GradientPart& part : args.parts) {
     std::vector<float>& copy = clipped.emplace_back();
-    if (part.pieces != nullptr) {
-      part.Contiguous(&copy);  // gathered into `copy`
-    } else {
-      copy.assign(part.values.begin(), part.values.end());
-    }
+    part.CopyInto(&copy);
     for (float& v : copy) v *= scale;
     GradientPart& p = parts.emplace_back(part);
     p.values = copy;

@@ -39,12 +39,7 @@ StagedSlice StagedSlice::CopyOf(uint32_t index, const GradientPart& part) {
   slice.index = index;
   slice.offset = part.offset;
   slice.keys.assign(part.keys.begin(), part.keys.end());
-  if (part.pieces != nullptr) {
-    slice.values.resize(part.pieces->floats());
-    part.pieces->CopyTo(0, slice.values.size(), slice.values.data());
-  } else {
-    slice.values.assign(part.values.begin(), part.values.end());
-  }
+  part.CopyInto(&slice.values);
   slice.max_abs = part.max_abs;
   return slice;
 }

@@ -54,9 +54,17 @@ struct GradientPart {
   // delay compensation, a trial of the step).
   absl::Span<const float> Contiguous(std::vector<float>* scratch) const {
     if (pieces == nullptr) return values;
-    scratch->resize(pieces->floats());
-    pieces->CopyTo(0, pieces->floats(), scratch->data());
+    CopyInto(scratch);
     return *scratch;
+  }
+  // Makes `out` a copy of the part's floats, wherever they lie.
+  void CopyInto(std::vector<float>* out) const {
+    if (pieces == nullptr) {
+      out->assign(values.begin(), values.end());
+      return;
+    }
+    out->resize(pieces->floats());
+    pieces->CopyTo(0, pieces->floats(), out->data());
   }
 };
 
