@@ -71,6 +71,8 @@ void AddSummaries(absl::Span<const RowTauSummary> per_stripe,
 
 uint64_t SparseTable::RowFootprintBytes(const TableConfig& config) {
   const uint64_t state = MakeOptimizer(config.optimizer)->state_width();
+  // 28: the row's key, version, free-list and recency entries; 44: its
+  // share of the stripe's RowIndex at the fullest (under 43 bytes).
   uint64_t bytes = 4 * uint64_t{config.dim} * (1 + state) + 28 + 44;
   // The row's change stamp for incremental checkpoints (StripeRows'
   // changed_epoch_, 4 bytes a slot): allocated only once a checkpointer
@@ -181,6 +183,7 @@ void SparseTable::ForEachStripeGroup(absl::Span<const uint64_t> keys,
   // Counting sort of key positions by stripe, so each stripe is locked once
   // per request instead of once per key.
   std::vector<uint32_t> order(keys.size());
+  std::vector<uint64_t> sorted_keys(keys.size());
   std::vector<uint8_t> stripe_of(keys.size());
   uint32_t begin[kStripes + 1] = {};
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -191,7 +194,9 @@ void SparseTable::ForEachStripeGroup(absl::Span<const uint64_t> keys,
   uint32_t next[kStripes];
   std::copy(begin, begin + kStripes, next);
   for (size_t i = 0; i < keys.size(); ++i) {
-    order[next[stripe_of[i]]++] = static_cast<uint32_t>(i);
+    const uint32_t at = next[stripe_of[i]]++;
+    order[at] = static_cast<uint32_t>(i);
+    sorted_keys[at] = keys[i];
   }
   const std::shared_ptr<CutState> cut = PendingCut();
   auto visit = [&](int s) {
@@ -199,8 +204,9 @@ void SparseTable::ForEachStripeGroup(absl::Span<const uint64_t> keys,
     Stripe& stripe = *stripes_[s];
     absl::MutexLock lock(&stripe.mu);
     if (cut) CopyStripeLocked(*cut, s);
-    fn(s, stripe, absl::MakeConstSpan(order.data() + begin[s],
-                                      begin[s + 1] - begin[s]));
+    const size_t count = begin[s + 1] - begin[s];
+    fn(s, stripe, absl::MakeConstSpan(order.data() + begin[s], count),
+       absl::MakeConstSpan(sorted_keys.data() + begin[s], count));
   };
   TaskPool* pool =
       spread == Spread::kPoolWhenLarge ? PoolFor(keys.size()) : nullptr;
@@ -216,12 +222,13 @@ template <typename Fn>
 void SparseTable::ForEachKeyByStripe(absl::Span<const uint64_t> keys,
                                      Spread spread, Fn&& fn) const {
   ForEachStripeGroup(keys, spread, [&](int s, Stripe& stripe,
-                                       absl::Span<const uint32_t> positions) {
+                                       absl::Span<const uint32_t> positions,
+                                       absl::Span<const uint64_t> group_keys) {
     for (size_t j = 0; j < positions.size(); ++j) {
       if (j + kPrefetchAhead < positions.size()) {
-        stripe.rows.Prefetch(keys[positions[j + kPrefetchAhead]]);
+        stripe.rows.Prefetch(group_keys[j + kPrefetchAhead]);
       }
-      fn(s, stripe, positions[j]);
+      fn(s, stripe, positions[j], group_keys[j]);
     }
   });
 }
@@ -264,15 +271,15 @@ void SparseTable::Pull(absl::Span<const uint64_t> keys, absl::Span<float> out,
   // row's copy is a few moves, not a call.
   WithRowWidth(dim_, [&](auto width) {
     ForEachKeyByStripe(keys, Spread::kPoolWhenLarge,
-                       [&](int /*s*/, Stripe& stripe, uint32_t i)
+                       [&](int /*s*/, Stripe& stripe, uint32_t i, uint64_t key)
                            ABSL_NO_THREAD_SAFETY_ANALYSIS {
       float* dst = out.data() + size_t{i} * dim_;
-      const uint32_t slot = FindOrCreateLocked(stripe, keys[i], now);
+      const uint32_t slot = FindOrCreateLocked(stripe, key, now);
       if (slot != StripeRows::kNoSlot) {
         CopyRow<width()>(dst, stripe.rows.row(slot), dim_);
         if (with_versions) row_versions[i] = stripe.rows.version(slot);
       } else {
-        initializer_.FillRow(keys[i], absl::MakeSpan(dst, dim_));
+        initializer_.FillRow(key, absl::MakeSpan(dst, dim_));
         if (with_versions) row_versions[i] = 0;
       }
     });
@@ -293,7 +300,8 @@ void SparseTable::Apply(const GradientPart& part, float lr_factor,
   // keys' places of `counted` and the sink's taus.
   ForEachStripeGroup(part.keys, Spread::kPoolWhenLarge,
                      [&](int s, Stripe& stripe,
-                         absl::Span<const uint32_t> positions)
+                         absl::Span<const uint32_t> positions,
+                         absl::Span<const uint64_t> group_keys)
                          ABSL_NO_THREAD_SAFETY_ANALYSIS {
     std::vector<uint32_t> slots;
     std::vector<uint32_t> grad_rows;
@@ -315,13 +323,13 @@ void SparseTable::Apply(const GradientPart& part, float lr_factor,
     };
     for (size_t j = 0; j < positions.size(); ++j) {
       if (j + kPrefetchAhead < positions.size()) {
-        stripe.rows.Prefetch(part.keys[positions[j + kPrefetchAhead]]);
+        stripe.rows.Prefetch(group_keys[j + kPrefetchAhead]);
       }
       const uint32_t i = positions[j];
-      uint32_t slot = stripe.rows.Find(part.keys[i], now);
+      uint32_t slot = stripe.rows.Find(group_keys[j], now);
       if (slot == StripeRows::kNoSlot) {
         flush();
-        slot = CreateLocked(stripe, part.keys[i], now);
+        slot = CreateLocked(stripe, group_keys[j], now);
       }
       if (sink != nullptr) {
         MeasureOne(*sink, summaries[s], i,
@@ -351,9 +359,9 @@ void SparseTable::MeasureRowTau(absl::Span<const uint64_t> keys,
   std::vector<uint8_t> counted(keys.size());
   std::vector<RowTauSummary> summaries(kStripes);
   ForEachKeyByStripe(keys, Spread::kPoolWhenLarge,
-                     [&](int s, Stripe& stripe, uint32_t i)
+                     [&](int s, Stripe& stripe, uint32_t i, uint64_t key)
                          ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    MeasureOne(*sink, summaries[s], i, stripe.rows.PeekVersion(keys[i], now),
+    MeasureOne(*sink, summaries[s], i, stripe.rows.PeekVersion(key, now),
                counted.data());
   });
   AddSummaries(summaries, sink);
@@ -485,7 +493,8 @@ bool SparseTable::UpdateStaysFinite(const GradientPart& part, float lr_factor,
   bool finite = true;
   ForEachStripeGroup(part.keys, Spread::kSerial,
                      [&](int /*s*/, Stripe& stripe,
-                         absl::Span<const uint32_t> positions)
+                         absl::Span<const uint32_t> positions,
+                         absl::Span<const uint64_t> group_keys)
                          ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (!finite) return;
     slots.clear();
@@ -495,10 +504,10 @@ bool SparseTable::UpdateStaysFinite(const GradientPart& part, float lr_factor,
     fresh.clear();
     for (size_t j = 0; j < positions.size(); ++j) {
       if (j + kPrefetchAhead < positions.size()) {
-        stripe.rows.Prefetch(part.keys[positions[j + kPrefetchAhead]]);
+        stripe.rows.Prefetch(group_keys[j + kPrefetchAhead]);
       }
       const uint32_t i = positions[j];
-      const uint32_t slot = stripe.rows.Peek(part.keys[i], now);
+      const uint32_t slot = stripe.rows.Peek(group_keys[j], now);
       if (slot != StripeRows::kNoSlot) {
         slots.push_back(slot);
         grad_rows.push_back(i);
@@ -506,7 +515,8 @@ bool SparseTable::UpdateStaysFinite(const GradientPart& part, float lr_factor,
       }
       const size_t at = fresh.size();
       fresh.resize(at + row_stride_);
-      initializer_.FillRow(part.keys[i], absl::MakeSpan(fresh.data() + at, dim_));
+      initializer_.FillRow(group_keys[j],
+                           absl::MakeSpan(fresh.data() + at, dim_));
       optimizer_->InitState(fresh.data() + at + dim_, dim_);
       fresh_slots.push_back(static_cast<uint32_t>(fresh_grad_rows.size()));
       fresh_grad_rows.push_back(i);

@@ -181,17 +181,19 @@ class SparseTable final : public Table {
   // How a call over a request's stripes runs: on the calling thread, or
   // shared with the pool's cores when the request is large enough.
   enum class Spread { kSerial, kPoolWhenLarge };
-  // Calls fn(stripe_index, stripe, positions) once per stripe that keys
-  // hit, holding that stripe's lock: `positions` are the i with keys[i] in
-  // it, ascending. With kPoolWhenLarge, calls for different stripes may run
+  // Calls fn(stripe_index, stripe, positions, group_keys) once per stripe
+  // that keys hit, holding that stripe's lock: `positions` are the i with
+  // keys[i] in it, ascending, and group_keys[j] = keys[positions[j]] (a
+  // copy, so that the stripe's keys are read in order, not all over the
+  // request). With kPoolWhenLarge, calls for different stripes may run
   // at once on different threads (fn must allow it); all have returned when
   // this does.
   template <typename Fn>
   void ForEachStripeGroup(absl::Span<const uint64_t> keys, Spread spread,
                           Fn&& fn) const;
-  // Calls fn(stripe_index, stripe, i) for every i in [0, keys.size()),
-  // grouped by the stripe of keys[i] and holding that stripe's lock; spread
-  // as above.
+  // Calls fn(stripe_index, stripe, i, keys[i]) for every i in
+  // [0, keys.size()), grouped by the stripe of keys[i] and holding that
+  // stripe's lock; spread as above.
   template <typename Fn>
   void ForEachKeyByStripe(absl::Span<const uint64_t> keys, Spread spread,
                           Fn&& fn) const;

@@ -33,7 +33,7 @@ void StripeRows::RecordRemoved(uint64_t key) {
 
 void StripeRows::Detach(uint32_t slot) {
   if (tracking_) RecordRemoved(key_of_[slot]);
-  slot_of_.erase(key_of_[slot]);
+  slot_of_.Erase(key_of_[slot]);
   if (uses_recency()) recency_.Unlink(slot);
   if (uses_lfu()) lfu_.Remove(slot);
 }
@@ -52,9 +52,9 @@ uint32_t StripeRows::FindTracked(uint32_t slot, int64_t now_ns) {
 
 std::optional<uint64_t> StripeRows::PeekVersion(uint64_t key,
                                                 int64_t now_ns) const {
-  auto it = slot_of_.find(key);
-  if (it == slot_of_.end() || Expired(it->second, now_ns)) return std::nullopt;
-  return version_of_[it->second];
+  const uint32_t slot = slot_of_.Find(key);
+  if (slot == kNoSlot || Expired(slot, now_ns)) return std::nullopt;
+  return version_of_[slot];
 }
 
 uint32_t StripeRows::TakeSlot(int64_t now_ns) {
@@ -99,7 +99,7 @@ uint32_t StripeRows::CreateAdmitted(uint64_t key, int64_t now_ns) {
   const uint32_t slot = TakeSlot(now_ns);
   key_of_[slot] = key;
   version_of_[slot] = 0;
-  slot_of_.emplace(key, slot);
+  slot_of_.Insert(key, slot);
   if (tracking_) {
     changed_epoch_[slot] = epoch_;
     removed_.erase(key);
@@ -126,15 +126,7 @@ size_t StripeRows::ExpireIdle(int64_t now_ns, size_t limit) {
 }
 
 size_t StripeRows::memory_bytes() const {
-  // absl's flat_hash_map: one control byte per slot plus a group's worth of
-  // cloned control bytes, then the slots.
-  const size_t index =
-      slot_of_.capacity() == 0
-          ? 0
-          : slot_of_.capacity() *
-                    (sizeof(std::pair<const uint64_t, uint32_t>) + 1) +
-                24;
-  return index + arena_.capacity() * sizeof(float) +
+  return slot_of_.memory_bytes() + arena_.capacity() * sizeof(float) +
          (key_of_.capacity() + version_of_.capacity()) * sizeof(uint64_t) +
          touched_ns_.capacity() * sizeof(int64_t) +
          changed_epoch_.capacity() * sizeof(uint32_t) +

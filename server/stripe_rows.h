@@ -44,6 +44,7 @@
 #include "server/admission_filter.h"
 #include "server/lfu_order.h"
 #include "server/recency_list.h"
+#include "server/row_index.h"
 #include "taups/table_config.h"
 
 namespace taups {
@@ -59,21 +60,22 @@ struct StripeOptions {
 
 class StripeRows {
  public:
-  static constexpr uint32_t kNoSlot = UINT32_MAX;
+  static constexpr uint32_t kNoSlot = RowIndex::kEmpty;
 
   StripeRows(size_t row_stride, const StripeOptions& options);
 
   // The slot of `key`'s row, counted as a touch at `now_ns`; kNoSlot if
   // the key has no row (an expired row is removed here and counted).
   uint32_t Find(uint64_t key, int64_t now_ns) {
-    auto it = slot_of_.find(key);
-    if (it == slot_of_.end()) return kNoSlot;
+    const uint32_t slot = slot_of_.Find(key);
+    if (slot == kNoSlot) return kNoSlot;
     // An unbounded stripe without a ttl keeps no use records: done.
-    return tracks_use_ ? FindTracked(it->second, now_ns) : it->second;
+    return tracks_use_ ? FindTracked(slot, now_ns) : slot;
   }
   // Starts loading what Find(key) / Peek(key) read first (the index's
-  // group for `key`), for a lookup a few keys ahead; changes nothing.
-  void Prefetch(uint64_t key) const { slot_of_.prefetch(key); }
+  // entries near `key`'s home), for a lookup a few keys ahead; changes
+  // nothing.
+  void Prefetch(uint64_t key) const { slot_of_.Prefetch(key); }
   // A new row for `key` (which has none), touched at `now_ns`, making room
   // if the stripe is full; kNoSlot if the key is not admitted yet. Its
   // version is 0; the caller fills row().
@@ -83,14 +85,14 @@ class StripeRows {
   uint32_t CreateAdmitted(uint64_t key, int64_t now_ns);
   // The slot of `key`'s live row without touching it; kNoSlot if none.
   uint32_t Peek(uint64_t key, int64_t now_ns) const {
-    auto it = slot_of_.find(key);
-    if (it == slot_of_.end() || Expired(it->second, now_ns)) return kNoSlot;
-    return it->second;
+    const uint32_t slot = slot_of_.Find(key);
+    if (slot == kNoSlot || Expired(slot, now_ns)) return kNoSlot;
+    return slot;
   }
   // Calls fn(key, slot) for every row, in no particular order.
   template <typename Fn>
   void ForEachRow(Fn&& fn) const {
-    for (const auto& [key, slot] : slot_of_) fn(key, slot);
+    slot_of_.ForEach(fn);
   }
   // Records that `slot`'s row changed (values, state or version).
   void MarkChanged(uint32_t slot) {
@@ -114,9 +116,9 @@ class StripeRows {
       complete = since == 0;
     }
     if (removals_lost_through_ > since) complete = false;
-    for (const auto& [key, slot] : slot_of_) {
+    slot_of_.ForEach([&](uint64_t key, uint32_t slot) {
       if (changed_epoch_[slot] > since) on_row(key, slot);
-    }
+    });
     for (auto it = removed_.begin(); it != removed_.end();) {
       if (it->second <= since) {
         removed_.erase(it++);
@@ -175,7 +177,7 @@ class StripeRows {
   const SparseEvictionKind eviction_;
   const int64_t ttl_ns_;
   const bool tracks_use_;  // max_rows_ > 0 || ttl_ns_ > 0
-  absl::flat_hash_map<uint64_t, uint32_t> slot_of_;
+  RowIndex slot_of_;
   std::vector<float> arena_;
   std::vector<uint64_t> key_of_;      // per slot
   std::vector<uint64_t> version_of_;  // per slot
