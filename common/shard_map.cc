@@ -10,11 +10,4 @@ Range DenseShardRange(uint64_t size, uint32_t num_shards, uint32_t shard) {
   return Range{begin, begin + length};
 }
 
-uint64_t MixKey(uint64_t key) {
-  key += 0x9e3779b97f4a7c15ULL;
-  key = (key ^ (key >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  key = (key ^ (key >> 27)) * 0x94d049bb133111ebULL;
-  return key ^ (key >> 31);
-}
-
 }  // namespace taups

@@ -25,7 +25,13 @@ struct Range {
 Range DenseShardRange(uint64_t size, uint32_t num_shards, uint32_t shard);
 
 // A well-mixed 64-bit hash (splitmix64 finalizer); stable across builds.
-uint64_t MixKey(uint64_t key);
+// Inline: a large sparse call hashes every key (its owner, its stripe).
+inline uint64_t MixKey(uint64_t key) {
+  key += 0x9e3779b97f4a7c15ULL;
+  key = (key ^ (key >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  key = (key ^ (key >> 27)) * 0x94d049bb133111ebULL;
+  return key ^ (key >> 31);
+}
 
 // The shard that owns sparse key `key`.
 inline uint32_t SparseShardOf(uint64_t key, uint32_t num_shards) {

@@ -73,6 +73,20 @@ void CheckSame(const std::vector<uint64_t>& keys, const OwnershipMap& map,
     REQUIRE(apart.keys == expected[s].keys);
     REQUIRE(apart.positions == expected[s].positions);
   }
+  // Split by owner in ranges of keys (as on several threads), a shard's
+  // ranges joined in order give the same positions.
+  for (const size_t ranges : {size_t{2}, size_t{3}, size_t{7}}) {
+    std::vector<std::vector<uint32_t>> joined(map.num_shards());
+    for (size_t r = 0; r < ranges; ++r) {
+      const auto part = PositionsByShard(keys, map, keys.size() * r / ranges,
+                                         keys.size() * (r + 1) / ranges);
+      REQUIRE(part.size() == joined.size());
+      for (size_t s = 0; s < part.size(); ++s) {
+        joined[s].insert(joined[s].end(), part[s].begin(), part[s].end());
+      }
+    }
+    REQUIRE(joined == positions);
+  }
   std::vector<float> gradients(keys.size() * dim);
   for (float& g : gradients) g = RandomGradient(rng);
   const auto want = reference::MergeSparseGradients(expected, gradients, dim);

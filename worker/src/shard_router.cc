@@ -184,12 +184,18 @@ std::vector<ShardKeys> GroupKeysByShard(absl::Span<const uint64_t> keys,
 
 std::vector<std::vector<uint32_t>> PositionsByShard(
     absl::Span<const uint64_t> keys, const OwnershipMap& map) {
+  return PositionsByShard(keys, map, 0, keys.size());
+}
+
+std::vector<std::vector<uint32_t>> PositionsByShard(
+    absl::Span<const uint64_t> keys, const OwnershipMap& map, size_t begin,
+    size_t end) {
   const uint32_t shards = map.num_shards();
   std::vector<std::vector<uint32_t>> positions(shards);
-  if (const size_t reserve = ReservedShare(keys.size(), shards); reserve > 0) {
+  if (const size_t reserve = ReservedShare(end - begin, shards); reserve > 0) {
     for (std::vector<uint32_t>& p : positions) p.reserve(reserve);
   }
-  for (size_t i = 0; i < keys.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     positions[map.SparseOwnerOf(keys[i])].push_back(static_cast<uint32_t>(i));
   }
   return positions;

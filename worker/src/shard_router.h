@@ -65,6 +65,13 @@ std::vector<ShardKeys> GroupKeysByShard(absl::Span<const uint64_t> keys,
 // GroupKeysByShard does), so calls on different threads do not interact.
 std::vector<std::vector<uint32_t>> PositionsByShard(
     absl::Span<const uint64_t> keys, const OwnershipMap& map);
+// PositionsByShard of the keys at positions [begin, end) only (the
+// positions are still the request's): a large call splits its keys into
+// such ranges on several threads, and a shard's positions are then the
+// ranges' lists one after another.
+std::vector<std::vector<uint32_t>> PositionsByShard(
+    absl::Span<const uint64_t> keys, const OwnershipMap& map, size_t begin,
+    size_t end);
 ShardKeys GroupShardKeys(absl::Span<const uint64_t> keys,
                          absl::Span<const uint32_t> positions);
 

@@ -2,6 +2,7 @@
 // once (pull) or summed (push), one RPC per shard in flight at once; a large
 // call to several shards builds its shards' requests at once, on a shared
 // pool (kAtOnceMinKeys).
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -64,8 +65,9 @@ void LandPulledRows(const ShardKeys& group, SparsePullCall::Pieces pieces,
 
 // A sparse call of this many keys or more, to several shards, builds its
 // shards' requests at once, one task of ShardPartsPool each: the keys are
-// split by owner in one pass (PositionsByShard), then each task groups its
-// shard's keys (GroupShardKeys), merges a push's rows, and sends. Smaller
+// split by owner (PositionsByShard, one range of keys per thread of the
+// pool), then each task groups its shard's keys (GroupShardKeys), merges a
+// push's rows, and sends. Smaller
 // calls build them one after another, on the caller's thread: waking a
 // helper costs more than grouping a few thousand keys.
 constexpr size_t kAtOnceMinKeys = size_t{1} << 13;
@@ -115,11 +117,25 @@ class ShardParts {
              Mode mode)
       : keys_(keys), mode_(mode) {
     switch (mode_) {
-      case Mode::kAtOnce:
-        positions_ = PositionsByShard(keys, map);
-        groups_.resize(positions_.size());
-        for (const auto& p : positions_) calls_ += p.empty() ? 0 : 1;
+      case Mode::kAtOnce: {
+        // One range of keys per thread: the split by owner is a pass over
+        // every key, as long as a shard's grouping when shards are few.
+        const size_t ranges = static_cast<size_t>(ShardPartsPool().threads());
+        range_positions_.resize(ranges);
+        ShardPartsPool().Run(ranges, [&](size_t r) {
+          range_positions_[r] =
+              PositionsByShard(keys, map, keys.size() * r / ranges,
+                               keys.size() * (r + 1) / ranges);
+        });
+        groups_.resize(map.num_shards());
+        for (uint32_t s = 0; s < map.num_shards(); ++s) {
+          const bool any = std::any_of(
+              range_positions_.begin(), range_positions_.end(),
+              [s](const auto& range) { return !range[s].empty(); });
+          calls_ += any ? 1 : 0;
+        }
         break;
+      }
       case Mode::kMergedWhileGrouping:
         groups_.resize(1);
         calls_ = 1;
@@ -173,17 +189,32 @@ class ShardParts {
     }
     ShardPartsPool().Run(groups_.size(), [&](size_t task) {
       const uint32_t s = static_cast<uint32_t>(task);
-      if (positions_[s].empty()) return;
-      groups_[s] = GroupShardKeys(keys_, positions_[s]);
+      const std::vector<uint32_t> positions = PositionsOf(s);
+      if (positions.empty()) return;
+      groups_[s] = GroupShardKeys(keys_, positions);
       build(s);
     });
   }
 
  private:
+  // Built at once: shard s's request positions, ascending (the ranges'
+  // lists in range order).
+  std::vector<uint32_t> PositionsOf(uint32_t s) const {
+    size_t total = 0;
+    for (const auto& range : range_positions_) total += range[s].size();
+    std::vector<uint32_t> positions;
+    positions.reserve(total);
+    for (const auto& range : range_positions_) {
+      positions.insert(positions.end(), range[s].begin(), range[s].end());
+    }
+    return positions;
+  }
+
   absl::Span<const uint64_t> keys_;
   Mode mode_;
   std::vector<ShardKeys> groups_;
-  std::vector<std::vector<uint32_t>> positions_;  // built at once only
+  // Built at once only: [range][shard] -> request positions.
+  std::vector<std::vector<std::vector<uint32_t>>> range_positions_;
   size_t calls_ = 0;
 };
 
