@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/vector_math.h"
+#include "common/vector_math_testing.h"
 
 namespace taups {
 namespace {
@@ -25,6 +26,10 @@ float PlainMaxAbs(const std::vector<float>& v) {
 }
 
 TEST_CASE("MaxAbs and AllFinite match plain loops") {
+  // Both forms of the scan: AVX2 (where this CPU has it) and SSE2.
+  const bool narrow = GENERATE(false, true);
+  NarrowMaxAbsForTesting(narrow);
+  INFO((MaxAbsUsesAvx2() ? "avx2" : "sse2 or portable") << " scan");
   std::mt19937 rng(9);
   std::normal_distribution<float> normal(0.0f, 3.0f);
   const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
@@ -49,6 +54,7 @@ TEST_CASE("MaxAbs and AllFinite match plain loops") {
     }
   }
   REQUIRE(MaxAbs({}) == 0.0f);
+  NarrowMaxAbsForTesting(false);
 }
 
 // A float's bits placed at `dst` (any alignment).
@@ -65,8 +71,13 @@ TEST_CASE("CopyMaxAbs copies exactly and measures like a plain loop, at any alig
                             std::numeric_limits<float>::denorm_min(),
                             -std::numeric_limits<float>::denorm_min(),
                             -0.0f};
-  std::vector<size_t> sizes = {0, 1, 2, 3, 15, 16, 17, 31, 33, 63, 65};
+  std::vector<size_t> sizes = {0,  1,  2,  3,  15, 16,  17,  31,
+                               32, 33, 63, 65, 95, 96, 97, 129};
   for (int i = 0; i < 40; ++i) sizes.push_back(rng() % 3000);
+  // Both forms of the scan: AVX2 (where this CPU has it) and SSE2.
+  const bool narrow = GENERATE(false, true);
+  NarrowMaxAbsForTesting(narrow);
+  INFO((MaxAbsUsesAvx2() ? "avx2" : "sse2 or portable") << " scan");
   for (size_t n : sizes) {
     for (size_t src_shift = 0; src_shift < 4; ++src_shift) {
       const size_t dst_shift = (src_shift * 3 + n) % 4;
@@ -95,6 +106,7 @@ TEST_CASE("CopyMaxAbs copies exactly and measures like a plain loop, at any alig
       }
     }
   }
+  NarrowMaxAbsForTesting(false);
 }
 
 TEST_CASE("AllSumsFinite sees a sum that overflows") {
