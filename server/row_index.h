@@ -5,16 +5,15 @@
 // entries (key, slot), at most 3/4 full; an entry whose slot is kEmpty is
 // free. A key's entry is at its home position or shortly after it, so
 // Prefetch loads the home entry's cache line and the next one, and Find then
-// rarely waits on memory. (absl's flat_hash_map, which this replaces, keeps
-// its control bytes and entries in separate arrays and finds the entry only
-// after reading the control bytes, so a prefetch of its home group misses the
-// entry three times in four: the lookups of a large sparse push stalled
-// there, docs/BENCHMARKS.md.)
+// rarely waits on memory. (absl's flat_hash_map, which this replaces, had
+// its prefetch compiled away (see PrefetchLine), and even working it loads
+// one of the four lines of entries a probe group spans: the lookups of a
+// large sparse push waited on memory, docs/BENCHMARKS.md.)
 //
 // Homes mix each key with a seed that differs from process to process, so
-// the keys a client sends cannot be chosen to pile up in one place. Erase shifts the
-// entries after the erased one back (no tombstones), so probes stay short
-// under any mix of inserts and erases.
+// the keys a client sends cannot be chosen to pile up in one place. Erase
+// shifts the entries after the erased one back (no tombstones), so probes
+// stay short under any mix of inserts and erases.
 //
 // Memory: capacity() * 16 bytes; right after growing, at most 2 * 4/3 of
 // the entries are allocated per key, under 43 bytes a row

@@ -67,9 +67,9 @@ void LandPulledRows(const ShardKeys& group, SparsePullCall::Pieces pieces,
 // shards' requests at once, one task of ShardPartsPool each: the keys are
 // split by owner (PositionsByShard, one range of keys per thread of the
 // pool), then each task groups its shard's keys (GroupShardKeys), merges a
-// push's rows, and sends. Smaller
-// calls build them one after another, on the caller's thread: waking a
-// helper costs more than grouping a few thousand keys.
+// push's rows, and sends. Smaller calls build them one after another, on
+// the caller's thread: waking a helper costs more than grouping a few
+// thousand keys.
 constexpr size_t kAtOnceMinKeys = size_t{1} << 13;
 
 bool BuildsAtOnce(size_t keys, uint32_t shards) {
@@ -118,8 +118,9 @@ class ShardParts {
       : keys_(keys), mode_(mode) {
     switch (mode_) {
       case Mode::kAtOnce: {
-        // One range of keys per thread: the split by owner is a pass over
-        // every key, as long as a shard's grouping when shards are few.
+        // One range of keys per thread: the split by owner reads every
+        // key, and on one thread it took as long as a shard's grouping
+        // when shards are few.
         const size_t ranges = static_cast<size_t>(ShardPartsPool().threads());
         range_positions_.resize(ranges);
         ShardPartsPool().Run(ranges, [&](size_t r) {
